@@ -1,0 +1,130 @@
+"""Scoring options: one validated, immutable object, and its reproducibility signature."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Optional
+
+from .errors import InputError
+from .stats import MAX_SUPPORTED_ORDER, REF_LENGTH_POLICIES
+from .tokenize import TOKENIZERS
+
+__version__ = "0.1.0"
+
+COMPATS = ("sacrebleu", "nltk", "mteval", "moses")
+# sacrebleu's names for Chen & Cherry smoothings 0-3.
+SMOOTHING_NAMES = {"none": 0, "floor": 1, "add-k": 2, "exp": 3}
+_NAME_OF = {v: k for k, v in SMOOTHING_NAMES.items()}
+BLEU_PLUS_1 = "bleu+1"
+_ALLOWED = {"sacrebleu": set(range(8)), "nltk": set(range(8)), "mteval": {0, 3}, "moses": {BLEU_PLUS_1}}
+_DEFAULT_SMOOTHING = {"sacrebleu": 3, "nltk": 0, "mteval": 3, "moses": BLEU_PLUS_1}
+
+
+@dataclass(frozen=True)
+class BleuConfig:
+    """Every option that changes a BLEU number.
+
+    compat : "sacrebleu" (default), "nltk", "mteval" or "moses": which tool's conventions to
+        reproduce where the paper is silent (DESIGN section 4, README preset table).
+    smoothing : Chen & Cherry (2014) method 0-7, a sacrebleu name (none, floor, add-k, exp) or
+        "bleu+1" (moses); None = the preset's own default (sacrebleu/mteval 3, nltk 0, moses bleu+1).
+    epsilon : smoothing 1 / "floor" value (paper section 2.1, default 0.1).
+    add_k : smoothing 2 / "add-k" pseudo-count from order 2 on; moses: s added to every order.
+    k : smoothing 4 and 7 constant K (paper section 2.4, default 5).
+    alpha : smoothing 6 interpolation weight (paper section 2.6, default 5).
+    max_order : N, highest n-gram order (1..16).
+    weights : n-gram weights w_1..w_N; None = uniform 1/N.
+    effective_order : sacrebleu only: drop orders the hypothesis has no n-grams of (weights
+        renormalized); None = on for sentence scores, off for corpus scores, as sacrebleu.
+    auto_reweigh : nltk only: NLTK's ``auto_reweigh`` (weights 1/c for hypotheses shorter than 4).
+    smooth_bp : moses only: add s to the reference length in the brevity penalty.
+    ref_length : "closest" (ties to the shorter), "shortest" or "average" (Moses, truncated).
+    tokenize, lowercase : tokenizer name and lowercasing.
+    """
+
+    compat: str = "sacrebleu"
+    smoothing: Any = None
+    epsilon: float = 0.1
+    add_k: float = 1.0
+    k: float = 5.0
+    alpha: float = 5.0
+    max_order: int = 4
+    weights: Optional[tuple] = None
+    effective_order: Optional[bool] = None
+    auto_reweigh: bool = False
+    smooth_bp: bool = False
+    ref_length: str = "closest"
+    tokenize: str = "none"
+    lowercase: bool = False
+
+    def __post_init__(self) -> None:
+        if self.compat not in COMPATS:
+            raise InputError(f"compat: expected one of {', '.join(COMPATS)}, found {self.compat!r}")
+        s = self.smoothing
+        if s is None:
+            s = _DEFAULT_SMOOTHING[self.compat]
+        elif isinstance(s, str) and s.isdigit():
+            s = int(s)
+        elif isinstance(s, str) and s in SMOOTHING_NAMES:
+            s = SMOOTHING_NAMES[s]
+        if isinstance(s, bool) or s not in _ALLOWED[self.compat]:
+            allowed = ", ".join(str(a) for a in sorted(_ALLOWED[self.compat], key=str))
+            raise InputError(f"smoothing: compat {self.compat!r} supports {allowed}"
+                             f"{' (or none/floor/add-k/exp)' if self.compat != 'moses' else ''}; found {self.smoothing!r}")
+        object.__setattr__(self, "smoothing", s)
+        if not isinstance(self.max_order, int) or not 1 <= self.max_order <= MAX_SUPPORTED_ORDER:
+            raise InputError(f"max_order: expected an integer from 1 to {MAX_SUPPORTED_ORDER}, found {self.max_order!r}")
+        for name in ("epsilon", "k", "alpha"):
+            if not getattr(self, name) > 0:
+                raise InputError(f"{name}: expected a positive number, found {getattr(self, name)!r}")
+        if not self.add_k >= 0:
+            raise InputError(f"add_k: expected a number >= 0, found {self.add_k!r}")
+        if self.weights is not None:
+            w = tuple(float(x) for x in self.weights)
+            if len(w) != self.max_order or any(not x >= 0 for x in w) or sum(w) <= 0:
+                raise InputError(f"weights: expected {self.max_order} non-negative weights (one per order, "
+                                 f"max_order={self.max_order}) with a positive sum, found {self.weights!r}")
+            object.__setattr__(self, "weights", w)
+        if self.ref_length not in REF_LENGTH_POLICIES:
+            raise InputError(f"ref_length: expected one of {', '.join(REF_LENGTH_POLICIES)}, found {self.ref_length!r}")
+        if self.tokenize not in TOKENIZERS:
+            raise InputError(f"tokenize: expected one of {', '.join(TOKENIZERS)}, found {self.tokenize!r}")
+        for name, preset in (("effective_order", "sacrebleu"), ("auto_reweigh", "nltk"), ("smooth_bp", "moses")):
+            if getattr(self, name) and self.compat != preset:
+                raise InputError(f"{name}: only the {preset!r} preset has this option; compat is {self.compat!r}")
+
+    @classmethod
+    def make(cls, config: "BleuConfig | None" = None, **options: Any) -> "BleuConfig":
+        """A config from keyword options, optionally overriding an existing config."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise InputError(f"unknown option(s) {', '.join(unknown)}; expected some of {', '.join(sorted(known))}")
+        return replace(config, **options) if config is not None else cls(**options)
+
+    def effective(self, level: str) -> bool:
+        """Whether effective order is on at ``level`` ("sentence" or "corpus")."""
+        if self.compat != "sacrebleu":
+            return False
+        return (level == "sentence") if self.effective_order is None else bool(self.effective_order)
+
+    def smoothing_label(self) -> str:
+        """Smoothing with its parameter, e.g. ``exp``, ``floor(eps=0.1)``, ``4(K=5)``."""
+        s = self.smoothing
+        name = _NAME_OF.get(s, str(s))
+        param = {1: f"eps={self.epsilon:g}", 2: f"k={self.add_k:g}", 4: f"K={self.k:g}", 6: f"alpha={self.alpha:g}",
+                 7: f"K={self.k:g}", BLEU_PLUS_1: f"s={self.add_k:g}{',bp=smoothed' if self.smooth_bp else ''}"}.get(s)
+        return f"{name}({param})" if param else name
+
+    def signature(self, level: str = "sentence") -> str:
+        """sacrebleu-style reproducibility signature naming every option that changes the number."""
+        parts = [f"compat:{self.compat}", f"smooth:{self.smoothing_label()}", f"order:{self.max_order}"]
+        if self.weights is not None:
+            parts.append("w:" + ",".join(f"{x:g}" for x in self.weights))
+        if self.compat == "sacrebleu":
+            parts.append(f"eff:{'yes' if self.effective(level) else 'no'}")
+        if self.auto_reweigh:
+            parts.append("reweigh:yes")
+        parts += [f"reflen:{self.ref_length}", f"tok:{self.tokenize}",
+                  f"case:{'lc' if self.lowercase else 'mixed'}", f"version:{__version__}"]
+        return "kbest_bleu|" + "|".join(parts)

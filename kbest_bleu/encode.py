@@ -1,0 +1,189 @@
+"""From user input to the CSR integer arrays the kernels read (DESIGN section 2).
+
+hypotheses + segment ids + references  ->  tokens  ->  int32 ids shared by hypotheses and
+references  ->  ``tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InputError
+from .tokenize import tokenize as tokenize_column
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A K-best table as CSR arrays of token ids.
+
+    tok int32[T], hyp_ptr int64[H+1], ref_tok int32[Tr], ref_ptr int64[R+1],
+    seg_hyp_ptr int64[S+1], seg_ref_ptr int64[S+1].
+    """
+
+    tok: np.ndarray
+    hyp_ptr: np.ndarray
+    ref_tok: np.ndarray
+    ref_ptr: np.ndarray
+    seg_hyp_ptr: np.ndarray
+    seg_ref_ptr: np.ndarray
+
+
+def _to_arrow(values: Any, what: str) -> pa.Array:
+    """Python list, numpy array, pandas Series, Arrow (chunked) array -> one Arrow array."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not isinstance(values, pa.Array):
+        if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):  # pandas
+            values = values.to_numpy()
+        if isinstance(values, np.ndarray) and values.dtype.kind != "O":
+            values = values.tolist()
+        try:
+            values = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise InputError(f"{what}: could not read as strings or lists of strings ({exc})") from None
+    return values
+
+
+def _check_no_nulls(arr: pa.Array, what: str) -> None:
+    if arr.null_count:
+        row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError(f"{what}: row {row} is null; expected a string (use '' for an empty one)")
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _is_token_lists(t: pa.DataType) -> bool:
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_text(t.value_type)
+
+
+def hypotheses_array(hypotheses: Any) -> pa.Array:
+    """Hypotheses as an Arrow string array, or list<string> when already tokenized."""
+    arr = _to_arrow(hypotheses, "hypotheses")
+    if pa.types.is_null(arr.type) and len(arr):
+        _check_no_nulls(arr, "hypotheses")
+    if len(arr) == 0:
+        return pa.array([], pa.string())
+    if not (_is_text(arr.type) or _is_token_lists(arr.type)):
+        raise InputError(f"hypotheses: expected strings (or lists of token strings), found Arrow type {arr.type}")
+    _check_no_nulls(arr, "hypotheses")
+    if _is_token_lists(arr.type):
+        _check_no_nulls(pc.list_flatten(arr), "hypothesis tokens")
+    return arr
+
+
+def references_array(references: Any) -> pa.Array:
+    """References as Arrow list<string>: one list per entry (a bare string is one reference)."""
+    if isinstance(references, (list, tuple)):
+        references = [[r] if isinstance(r, str) else r for r in references]
+    arr = _to_arrow(references, "references")
+    if len(arr) == 0:
+        return pa.array([], pa.list_(pa.string()))
+    if _is_text(arr.type):
+        arr = pa.ListArray.from_arrays(pa.array(np.arange(len(arr) + 1, dtype=np.int32)), arr)
+    if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) or not (
+            _is_text(arr.type.value_type) or _is_token_lists(arr.type.value_type)
+            or pa.types.is_null(arr.type.value_type)):
+        raise InputError(f"references: expected a list of reference strings per entry, found Arrow type {arr.type}")
+    _check_no_nulls(arr, "references")
+    flat = pc.list_flatten(arr)
+    if flat.null_count:
+        entry = int(pc.list_parent_indices(arr).to_numpy()[
+            np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0]])
+        raise InputError(f"references: entry {entry} holds a null reference; expected strings")
+    return arr
+
+
+def segment_pointers(segments: Any, n_rows: int) -> np.ndarray:
+    """CSR pointers int64[S+1] of contiguous runs of equal segment ids.
+
+    Raises :class:`InputError` when a segment's rows are not contiguous (its id reappears
+    after another segment), since that would silently score one segment as two.
+    """
+    if segments is None:
+        return np.arange(n_rows + 1, dtype=np.int64)
+    seg = _to_arrow(segments, "segments")
+    if len(seg) != n_rows:
+        raise InputError(f"segments: expected one segment id per hypothesis ({n_rows}), found {len(seg)}")
+    _check_no_nulls(seg, "segments")
+    if n_rows == 0:
+        return np.zeros(1, np.int64)
+    codes = seg.dictionary_encode().indices.to_numpy()
+    starts = np.flatnonzero(np.diff(codes)) + 1
+    ptr = np.concatenate([[0], starts, [n_rows]]).astype(np.int64)
+    first = codes[ptr[:-1]]
+    runs_per_id = np.bincount(first)
+    if (runs_per_id > 1).any():
+        rows = ptr[:-1][first == np.flatnonzero(runs_per_id > 1)[0]]
+        raise InputError(
+            f"segments: the rows of segment {seg[int(rows[0])].as_py()!r} are not contiguous "
+            f"(they start again at row {int(rows[1])} after other segments); sort the table by "
+            "segment id first, keeping the hypothesis order within each segment")
+    return ptr
+
+
+def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int) -> pa.Array:
+    """References per segment, from either one entry per segment or one entry per row.
+
+    With one entry per row, the first row of each segment gives the segment's references and
+    every other row must repeat them exactly (checked vectorized, on the flattened strings).
+    """
+    n_seg = len(seg_hyp_ptr) - 1
+    if len(refs) == n_seg:
+        return refs
+    if len(refs) != n_rows:
+        raise InputError(
+            f"references: expected one list of references per segment ({n_seg}) or per "
+            f"hypothesis row ({n_rows}), found {len(refs)}")
+    first = seg_hyp_ptr[:-1]
+    per_seg = refs.take(pa.array(first))
+    owner = np.repeat(first, np.diff(seg_hyp_ptr))
+    expanded = per_seg.take(pa.array(np.repeat(np.arange(n_seg), np.diff(seg_hyp_ptr))))
+    same = pc.equal(pc.list_value_length(refs), pc.list_value_length(expanded)).to_numpy(zero_copy_only=False)
+    if same.all():
+        eq = pc.equal(pc.list_flatten(refs), pc.list_flatten(expanded)).to_numpy(zero_copy_only=False)
+        if not eq.all():
+            same = same.copy()
+            same[pc.list_parent_indices(refs).to_numpy()[~eq]] = False
+    if not same.all():
+        row = int(np.flatnonzero(~same)[0])
+        raise InputError(
+            f"references: row {row} has references different from row {int(owner[row])}, the first "
+            "row of its segment; the rows of one segment must share their references "
+            "(or pass segment ids that separate them)")
+    return per_seg
+
+
+def _tokens(arr: pa.Array, tokenize: str, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
+    if _is_token_lists(arr.type):  # already tokenized by the caller
+        tokens = pc.list_flatten(arr)
+        if lowercase:
+            tokens = pc.utf8_lower(tokens)
+        offsets = np.asarray(arr.offsets, dtype=np.int64) - arr.offsets[0].as_py()
+        return tokens, offsets
+    return tokenize_column(arr, tokenize, lowercase)
+
+
+def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
+           tokenize: str = "none", lowercase: bool = False) -> Encoded:
+    """Tokenize and map tokens to int32 ids shared by hypotheses and references.
+
+    References are tokenized once per segment, not once per hypothesis row.
+    """
+    hyp_tok, hyp_ptr = _tokens(hypotheses, tokenize, lowercase)
+    flat_refs = pc.list_flatten(seg_refs)
+    if pa.types.is_null(flat_refs.type):
+        flat_refs = flat_refs.cast(pa.string())
+    ref_tok, ref_ptr = _tokens(flat_refs, tokenize, lowercase)
+    both = pa.concat_arrays([hyp_tok.cast(pa.large_string()), ref_tok.cast(pa.large_string())])
+    ids = both.dictionary_encode().indices.to_numpy().astype(np.int32, copy=False)
+    seg_ref_ptr = np.asarray(seg_refs.offsets, dtype=np.int64) - seg_refs.offsets[0].as_py()
+    n_h = len(hyp_tok)
+    return Encoded(np.ascontiguousarray(ids[:n_h]), hyp_ptr, np.ascontiguousarray(ids[n_h:]),
+                   ref_ptr, np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr)

@@ -1,0 +1,184 @@
+"""All numba kernels of kbest_bleu.
+
+Private: no validation happens here; the public wrappers in :mod:`kbest_bleu.stats`
+check shapes, dtypes and bounds before calling in. Every kernel also runs as plain
+Python under ``NUMBA_DISABLE_JIT=1`` (the tests use this to check the Python path).
+
+N-gram identity is exact (DESIGN section 3): the n-grams of a segment's references are
+interned as a trie whose edges live in an open-addressing hash table keyed by the exact
+pair ``(parent node id, token id)`` packed into one int64. A hash collision only costs a
+probe step; it can never merge two n-grams.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+_EMPTY = -1
+# Keep every intermediate below 2**63 so that numba's wrapping int64 arithmetic and Python's
+# unbounded ints give the same low bits (the kernels must also run with the JIT disabled).
+_LOW62 = (1 << 62) - 1
+
+REF_CLOSEST = 0
+REF_SHORTEST = 1
+REF_AVERAGE = 2
+
+
+@njit(cache=True, inline="always")
+def _slot(key, mask):
+    """Mix the 64-bit key (splitmix-like) and reduce it to a table slot."""
+    h = int(key)
+    h = h ^ (h >> 31)
+    h = (h * 0x7FB5D329728EA185) & _LOW62
+    h = h ^ (h >> 27)
+    h = (h * 0x2545F4914F6CDD1D) & _LOW62
+    h = h ^ (h >> 29)
+    return h & mask
+
+
+@njit(cache=True)
+def _table_capacity(n_items):
+    cap = 16
+    while cap < 2 * n_items:
+        cap *= 2
+    return cap
+
+
+@njit(cache=True)
+def _ref_length(hyp_len, ref_lens, policy):
+    """Effective reference length of one hypothesis.
+
+    closest: |r - c| minimal, ties to the shorter reference (mteval-v13a, sacrebleu, NLTK,
+    Moses); shortest; average: integer-truncated mean (Moses ``BleuScorer``). 0 without refs.
+    """
+    n = ref_lens.shape[0]
+    if n == 0:
+        return 0
+    if policy == REF_SHORTEST:
+        return ref_lens.min()
+    if policy == REF_AVERAGE:
+        return int(ref_lens.sum() / n)
+    best = ref_lens[0]
+    for j in range(1, n):
+        r = ref_lens[j]
+        d, bd = abs(r - hyp_len), abs(best - hyp_len)
+        if d < bd or (d == bd and r < best):
+            best = r
+    return best
+
+
+@njit(cache=True)
+def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, policy,
+                   matches, totals, hyp_len, ref_len):
+    """Statistics of hypotheses h0..h1-1 against references r0..r1-1 (one segment).
+
+    Builds the reference n-gram trie once: ``keys`` holds packed (parent, token) pairs,
+    ``node`` the node id of each slot, ``maxref[id]`` the clip count (max over references).
+    Each hypothesis then walks the trie from every position; an n-gram whose (n-1)-gram
+    prefix is not in the table cannot match, so the walk stops there.
+    """
+    n_ref_ngrams = 0
+    max_ref = 0
+    for r in range(r0, r1):
+        ln = ref_ptr[r + 1] - ref_ptr[r]
+        n_ref_ngrams += ln * n_orders
+        max_ref = max(max_ref, ln)
+    cap = _table_capacity(n_ref_ngrams)
+    mask = cap - 1
+    keys = np.full(cap, _EMPTY, np.int64)
+    node = np.zeros(cap, np.int32)
+    maxref = np.zeros(n_ref_ngrams + 1, np.int32)
+    count = np.zeros(n_ref_ngrams + 1, np.int32)
+    touched = np.empty(max_ref * n_orders + 1, np.int32)
+    ref_lens = np.empty(r1 - r0, np.int64)
+    n_nodes = 0
+
+    for r in range(r0, r1):
+        a, b = ref_ptr[r], ref_ptr[r + 1]
+        ref_lens[r - r0] = b - a
+        n_touched = 0
+        for i in range(a, b):
+            parent = 0
+            for n in range(min(n_orders, b - i)):
+                key = (np.int64(parent) << 32) | np.int64(ref_tok[i + n])
+                s = _slot(key, mask)
+                while keys[s] != _EMPTY and keys[s] != key:
+                    s = (s + 1) & mask
+                if keys[s] == _EMPTY:
+                    n_nodes += 1
+                    keys[s] = key
+                    node[s] = n_nodes
+                child = node[s]
+                if count[child] == 0:
+                    touched[n_touched] = child
+                    n_touched += 1
+                count[child] += 1
+                parent = child
+        for t in range(n_touched):
+            v = touched[t]
+            if count[v] > maxref[v]:
+                maxref[v] = count[v]
+            count[v] = 0
+
+    for h in range(h0, h1):
+        a, b = hyp_ptr[h], hyp_ptr[h + 1]
+        c = b - a
+        hyp_len[h] = c
+        ref_len[h] = _ref_length(c, ref_lens, policy)
+        for n in range(n_orders):
+            totals[h, n] = max(0, c - n)
+        if n_nodes == 0:
+            continue
+        n_touched = 0
+        for i in range(a, b):
+            parent = 0
+            for n in range(min(n_orders, b - i)):
+                key = (np.int64(parent) << 32) | np.int64(tok[i + n])
+                s = _slot(key, mask)
+                while keys[s] != _EMPTY and keys[s] != key:
+                    s = (s + 1) & mask
+                if keys[s] == _EMPTY:
+                    break
+                v = node[s]
+                if count[v] == 0:
+                    touched[n_touched] = v
+                    n_touched += 1
+                count[v] += 1
+                if count[v] <= maxref[v]:
+                    matches[h, n] += 1
+                parent = v
+        for t in range(n_touched):
+            count[touched[t]] = 0
+
+
+@njit(cache=True, parallel=True)
+def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_orders, policy):
+    """Clipped n-gram statistics of every hypothesis, in parallel over segments.
+
+    Parameters
+    ----------
+    tok : int32[T]          hypothesis token ids (ids shared with ``ref_tok``, < 2**32)
+    hyp_ptr : int64[H+1]    CSR offsets of each hypothesis into ``tok``
+    ref_tok : int32[Tr]     reference token ids
+    ref_ptr : int64[R+1]    CSR offsets of each reference into ``ref_tok``
+    seg_hyp_ptr : int64[S+1]  hypotheses of segment s are rows seg_hyp_ptr[s]:seg_hyp_ptr[s+1]
+    seg_ref_ptr : int64[S+1]  references of segment s are seg_ref_ptr[s]:seg_ref_ptr[s+1]
+    n_orders : int          number of n-gram orders counted (max order N + 1)
+    policy : int            REF_CLOSEST, REF_SHORTEST or REF_AVERAGE
+
+    Returns
+    -------
+    matches : int32[H, n_orders]  clipped matches m_n
+    totals : int32[H, n_orders]   hypothesis n-grams l_n = max(0, c - n + 1)
+    hyp_len : int32[H]
+    ref_len : int32[H]
+    """
+    n_hyp = hyp_ptr.shape[0] - 1
+    matches = np.zeros((n_hyp, n_orders), np.int32)
+    totals = np.zeros((n_hyp, n_orders), np.int32)
+    hyp_len = np.zeros(n_hyp, np.int32)
+    ref_len = np.zeros(n_hyp, np.int32)
+    for s in prange(seg_hyp_ptr.shape[0] - 1):
+        _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
+                       seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy,
+                       matches, totals, hyp_len, ref_len)
+    return matches, totals, hyp_len, ref_len

@@ -1,0 +1,199 @@
+"""Smoothed BLEU from sufficient statistics: pure, vectorized numpy over all rows at once.
+
+Notation (Chen & Cherry 2014, "A Systematic Comparison of Smoothing Techniques for
+Sentence-Level BLEU", section 2): per row, m_n clipped matches, l_n hypothesis n-grams,
+c hypothesis length, r reference length, N the max order,
+BLEU = BP * exp(sum_n w_n log p_n).
+
+Each compatibility preset is one function ``(m, l, c, r, cfg, eff) -> (bleu, p, bp)`` in
+:data:`PRESETS`; they share the paper's smoothings (:func:`paper_precisions`) and differ only
+where the paper is silent (DESIGN section 4). Arrays: m, l float64[H, N+1] (order N+1 is read
+by smoothings 5 and 7), c, r float64[H]; outputs bleu, bp float64[H], p float64[H, N].
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+import numpy as np
+
+from .config import BleuConfig
+from .errors import InputError
+
+
+def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den with 0 where den == 0 (an undefined precision never contributes)."""
+    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+
+
+def _weights(cfg: BleuConfig) -> np.ndarray:
+    n = cfg.max_order
+    return np.full(n, 1.0 / n) if cfg.weights is None else np.asarray(cfg.weights, dtype=float)
+
+
+def _geometric(p: np.ndarray, include: np.ndarray, w: np.ndarray, renormalize: bool) -> np.ndarray:
+    """exp(sum over included orders of w_n log p_n); 0 when an included p_n is 0.
+
+    With ``renormalize`` the weights of the included orders are rescaled to sum to 1
+    (sacrebleu's effective order divides by the number of orders kept).
+    """
+    wi = np.where(include, w, 0.0)
+    if renormalize:
+        wi = _div(wi, wi.sum(1, keepdims=True))
+    with np.errstate(divide="ignore"):
+        logp = np.log(np.where(include, p, 1.0))
+    zero = (include & (p <= 0) & (wi > 0)).any(1)
+    return np.where(zero, 0.0, np.exp(np.where(include & (wi > 0), wi * logp, 0.0).sum(1)))
+
+
+def _nist_geometric(zero: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """1 / base^k for the k-th zero-match order (k = 1, 2, ... over orders where ``zero``)."""
+    return 1.0 / base ** np.cumsum(zero, axis=1)
+
+
+def _cascade(q0: np.ndarray, cur: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """Smoothing 5 recurrence: q_n = (q_{n-1} + cur_n + nxt_n) / 3 with q_0 given (section 2.5)."""
+    out = np.empty_like(cur)
+    prev = q0
+    for n in range(cur.shape[1]):
+        prev = out[:, n] = (prev + cur[:, n] + nxt[:, n]) / 3.0
+    return out
+
+
+def paper_precisions(method: int, m: np.ndarray, l: np.ndarray, c: np.ndarray, cfg: BleuConfig
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Chen & Cherry smoothings 0-7 as the paper defines them, on counts.
+
+    Returns p float64[H, N] and ``present`` bool[H, N]: whether order n has hypothesis n-grams
+    (after add-k's pseudo-counts), which effective order uses to drop orders.
+    """
+    n = cfg.max_order
+    mm, ll = m[:, :n], l[:, :n]
+    present = ll > 0
+    zero = (mm == 0) & present
+    if method == 0:
+        return _div(mm, ll), present
+    if method == 1:  # 2.1: m'_n = eps where m_n = 0
+        return _div(np.where(zero, cfg.epsilon, mm), ll), present
+    if method == 2:  # 2.2: add k to m_n and l_n from n = 2 on (Lin & Och 2004)
+        add = np.r_[0.0, np.full(n - 1, cfg.add_k)]
+        return _div(mm + add, ll + add), (ll + add) > 0
+    if method == 3:  # 2.3: NIST geometric sequence, invcnt *= 2 per zero order
+        return _div(np.where(zero, _nist_geometric(zero, 2.0), mm), ll), present
+    if method in (4, 7):  # 2.4: invcnt *= K / ln(c) per zero order (inf when c = 1: m' = 0)
+        with np.errstate(divide="ignore"):
+            base = (cfg.k / np.log(c))[:, None]
+        m4 = np.where(zero, _nist_geometric(zero, base), mm)
+        if method == 4:
+            return _div(m4, ll), present
+        # 2.7: smoothing 5 on the smoothing-4 counts, with the raw m_{N+1}
+        return _div(_cascade(m4[:, 0] + 1.0, m4, np.c_[m4[:, 1:], m[:, n]]), ll), present
+    if method == 5:  # 2.5: m'_0 = m_1 + 1; m'_n = (m'_{n-1} + m_n + m_{n+1}) / 3
+        return _div(_cascade(mm[:, 0] + 1.0, mm, m[:, 1:n + 1]), ll), present
+    if method == 6:  # 2.6: Gao & He 2013 interpolation with p0_n = p_{n-1}^2 / p_{n-2}
+        p = _div(mm, ll)
+        for j in range(2, n):
+            p0 = _div(p[:, j - 1] ** 2, p[:, j - 2])
+            p[:, j] = (mm[:, j] + cfg.alpha * p0) / (ll[:, j] + cfg.alpha)
+        return p, present
+    raise ValueError(f"smoothing {method!r}")
+
+
+def _bp_sacrebleu(c: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """exp(1 - r/c) when c < r, 0 when c = 0 < r, else 1 (sacrebleu, NLTK)."""
+    return np.where(c >= r, 1.0, np.exp(1.0 - _div(r, c) - np.where(c > 0, 0.0, np.inf)))
+
+
+def sacrebleu_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
+    """sacrebleu 2.6.0 ``BLEU.compute_bleu`` for methods 0-3; 4-7 per the paper.
+
+    No match of any order gives 0 (sacrebleu's early stop). With effective order, orders with
+    no hypothesis n-grams are dropped and the remaining weights renormalized.
+    """
+    p, present = paper_precisions(cfg.smoothing, m, l, c, cfg)
+    include = present if eff else np.ones_like(present)
+    bleu = _geometric(p, include, _weights(cfg), renormalize=eff)
+    bp = _bp_sacrebleu(c, r)
+    return np.where(m[:, :cfg.max_order].sum(1) > 0, bp * bleu, 0.0), p, bp
+
+
+def nltk_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
+    """NLTK 3.10.4 ``sentence_bleu`` with ``SmoothingFunction().method0-7``, bug for bug.
+
+    p_n = m_n / max(1, l_n); orders with p_n <= 0 after smoothing are skipped without
+    renormalizing; no unigram match gives 0. Where NLTK's method6 asserts (no trigram match),
+    the score is 0 (the interpolation has no trigram evidence to start from).
+    """
+    n, method = cfg.max_order, cfg.smoothing
+    mm, den = m[:, :n], np.maximum(l[:, :n], 1.0)
+    p = mm / den
+    zero = mm == 0
+    if method == 0:
+        p = np.where(zero, sys.float_info.min, p)
+    elif method == 1:
+        p = np.where(zero, (mm + cfg.epsilon) / den, p)
+    elif method == 2:
+        p[:, 1:] = (mm[:, 1:] + 1.0) / (den[:, 1:] + 1.0)
+    elif method == 3:
+        p = np.where(zero, 1.0 / (2.0 ** np.cumsum(zero, axis=1) * den), p)
+    if method in (4, 7):  # one 2^k * K / ln(c) per zero order, only when c > 1
+        with np.errstate(divide="ignore"):
+            factor = (cfg.k / np.log(c))[:, None]
+            smoothed = 1.0 / (2.0 ** np.cumsum(zero, axis=1) * factor) / den
+        p = np.where(zero & (c[:, None] > 1), smoothed, p)
+    if method in (5, 7):  # averages precisions, NLTK reads the 5-gram precision as p_{N+1}
+        if m.shape[1] < 5:
+            raise InputError("nltk methods 5 and 7 read the 5-gram precision whatever the order; "
+                             "compute the statistics with max_order >= 4")
+        p5 = m[:, 4] / np.maximum(l[:, 4], 1.0)
+        p = _cascade(p[:, 0] + 1.0, p, np.c_[p[:, 1:], p5])
+    if method == 6:
+        for j in range(2, n):
+            p0 = _div(p[:, j - 1] ** 2, p[:, j - 2])
+            p[:, j] = (mm[:, j] + cfg.alpha * p0) / (l[:, j] + cfg.alpha)
+    w = np.broadcast_to(_weights(cfg), p.shape)
+    if cfg.auto_reweigh and cfg.weights is None and n == 4:
+        short = (c < 4)[:, None]
+        w = np.where(short, np.where(np.arange(n) < c[:, None], _div(1.0, c)[:, None], 0.0), w)
+    bleu = _geometric(p, p > 0, w, renormalize=False)
+    bp = _bp_sacrebleu(c, r)
+    scored = m[:, 0] > 0
+    if method == 6 and n >= 3:
+        scored &= m[:, 2] > 0
+    return np.where(scored, bp * bleu, 0.0), p, bp
+
+
+def mteval_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
+    """mteval-v13a.pl ``bleu_score`` (smoothing 3) and ``--no-smoothing`` (smoothing 0).
+
+    Orders without hypothesis n-grams contribute log 1 = 0 but still count in the divisor N;
+    the geometric smoothing applies from unigrams on; BP = exp(min(0, 1 - r/c)), 0 when c = 0.
+    """
+    n = cfg.max_order
+    p, present = paper_precisions(3, m, l, c, cfg)
+    p = np.where(present, p, 1.0)
+    bleu = _geometric(p, np.ones_like(present), _weights(cfg), renormalize=False)
+    if cfg.smoothing == 0:
+        bleu = np.where(m[:, n - 1] > 0, bleu, 0.0)
+    bp = np.where(c > 0, np.exp(np.minimum(0.0, 1.0 - _div(r, c))), 0.0)
+    return bp * bleu, p, bp
+
+
+def moses_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
+    """Moses ``mert/BleuScorer.cpp`` ``smoothedSentenceBleu`` ("BLEU+1").
+
+    p_n = (m_n + s) / (l_n + s) for every order including unigrams; with ``smooth_bp`` the
+    reference length becomes r + s. BP = exp(min(0, 1 - r/c)); when c = 0 Moses computes
+    1 - r/0, which is -inf (BP 0) for r > 0 and NaN (BP 1, the comparison fails) for r = 0.
+    """
+    n, s = cfg.max_order, cfg.add_k
+    p = _div(m[:, :n] + s, l[:, :n] + s)
+    bleu = _geometric(p, np.ones(p.shape, bool), _weights(cfg), renormalize=False)
+    rr = r + (s if cfg.smooth_bp else 0.0)
+    bp = np.where(c > 0, np.exp(np.minimum(0.0, 1.0 - _div(rr, c))), np.where(rr > 0, 0.0, 1.0))
+    return bp * bleu, p, bp
+
+
+PRESETS: dict[str, Callable] = {"sacrebleu": sacrebleu_bleu, "nltk": nltk_bleu, "mteval": mteval_bleu,
+                                "moses": moses_bleu}

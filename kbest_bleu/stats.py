@@ -1,0 +1,143 @@
+"""BLEU sufficient statistics: computing them (validated wrapper around the kernel) and the
+:class:`BleuStats` container that tuners and corpus scoring work on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import kernels
+from .encode import Encoded, encode, hypotheses_array, references_array, segment_pointers, segment_references
+from .errors import InputError
+
+REF_LENGTH_POLICIES = {"closest": kernels.REF_CLOSEST, "shortest": kernels.REF_SHORTEST,
+                       "average": kernels.REF_AVERAGE}
+MAX_SUPPORTED_ORDER = 16
+
+
+def check_group_pointers(ptr: Any, n_rows: int) -> np.ndarray:
+    """Validate CSR group pointers int64[G+1]: non-decreasing from 0 to ``n_rows``."""
+    ptr = np.asarray(ptr, dtype=np.int64)
+    if ptr.ndim != 1 or ptr.size == 0 or ptr[0] != 0 or ptr[-1] != n_rows or (np.diff(ptr) < 0).any():
+        raise InputError(f"group pointers: expected a non-decreasing integer array from 0 to {n_rows} "
+                         f"(rows ptr[g]:ptr[g+1] form group g), found {ptr!r}")
+    return ptr
+
+
+@dataclass(frozen=True)
+class BleuStats:
+    """Per-hypothesis BLEU sufficient statistics, one row per hypothesis.
+
+    Attributes
+    ----------
+    matches : int[H, N+1]  clipped n-gram matches m_1..m_{N+1} (clip = max count over references)
+    totals : int[H, N+1]   hypothesis n-gram counts l_n = max(0, c - n + 1)
+    hyp_len : int[H]       hypothesis length c in tokens
+    ref_len : int[H]       effective reference length r (policy chosen at computation time)
+
+    Order N+1 is kept because smoothings 5 and 7 read it (Chen & Cherry 2014, section 2.5).
+    Rows are int32 as computed; :meth:`sum` returns int64 so that corpus sums never overflow.
+    """
+
+    matches: np.ndarray
+    totals: np.ndarray
+    hyp_len: np.ndarray
+    ref_len: np.ndarray
+
+    def __post_init__(self) -> None:
+        h = self.hyp_len.shape[0]
+        if (self.matches.ndim != 2 or self.matches.shape != self.totals.shape
+                or self.matches.shape[0] != h or self.ref_len.shape != (h,) or self.matches.shape[1] < 2):
+            raise InputError(
+                "BleuStats: expected matches and totals of shape (H, N+1) with N >= 1 and hyp_len, "
+                f"ref_len of shape (H,); found {self.matches.shape}, {self.totals.shape}, "
+                f"{self.hyp_len.shape}, {self.ref_len.shape}")
+
+    @property
+    def max_order(self) -> int:
+        """N, the highest order scored (the arrays hold one more order)."""
+        return self.matches.shape[1] - 1
+
+    def __len__(self) -> int:
+        return self.hyp_len.shape[0]
+
+    def __getitem__(self, rows: Any) -> "BleuStats":
+        """Rows by slice, integer indices (1-best, oracle selections) or boolean mask."""
+        if isinstance(rows, (int, np.integer)):
+            rows = slice(rows, rows + 1 if rows != -1 else None)
+        return BleuStats(self.matches[rows], self.totals[rows], self.hyp_len[rows], self.ref_len[rows])
+
+    def sum(self) -> "BleuStats":
+        """Corpus statistics: a one-row BleuStats of int64 column sums."""
+        return BleuStats(self.matches.sum(0, dtype=np.int64)[None], self.totals.sum(0, dtype=np.int64)[None],
+                         self.hyp_len.sum(dtype=np.int64)[None], self.ref_len.sum(dtype=np.int64)[None])
+
+    def sum_by(self, ptr: np.ndarray) -> "BleuStats":
+        """Sums over consecutive row groups ``ptr[g]:ptr[g+1]`` (segments, documents).
+
+        ptr : int64[G+1], non-decreasing, ptr[0] = 0, ptr[-1] = H. Empty groups give zero rows.
+        """
+        ptr = check_group_pointers(ptr, len(self))
+
+        def reduce(a: np.ndarray) -> np.ndarray:
+            csum = np.zeros((len(a) + 1,) + a.shape[1:], np.int64)
+            np.cumsum(a, axis=0, dtype=np.int64, out=csum[1:])
+            return csum[ptr[1:]] - csum[ptr[:-1]]
+
+        return BleuStats(reduce(self.matches), reduce(self.totals), reduce(self.hyp_len), reduce(self.ref_len))
+
+    @staticmethod
+    def concat(parts: Sequence["BleuStats"]) -> "BleuStats":
+        """Row-wise concatenation; all parts must have the same max order."""
+        if not parts:
+            raise InputError("BleuStats.concat: expected at least one BleuStats, found none")
+        if len({p.max_order for p in parts}) != 1:
+            raise InputError(f"BleuStats.concat: max orders differ: {sorted({p.max_order for p in parts})}")
+        return BleuStats(*(np.concatenate([getattr(p, f) for p in parts])
+                           for f in ("matches", "totals", "hyp_len", "ref_len")))
+
+    def to_moses(self) -> np.ndarray:
+        """int64[H, 2N+1] in Moses ``extractor`` order: m1 t1 m2 t2 ... mN tN reflen."""
+        n = self.max_order
+        out = np.empty((len(self), 2 * n + 1), np.int64)
+        out[:, 0:2 * n:2] = self.matches[:, :n]
+        out[:, 1:2 * n:2] = self.totals[:, :n]
+        out[:, 2 * n] = self.ref_len
+        return out
+
+
+def stats_from_encoded(enc: Encoded, max_order: int = 4, ref_length: str = "closest") -> BleuStats:
+    """Run the kernel on already encoded CSR arrays (see :class:`kbest_bleu.encode.Encoded`)."""
+    if not 1 <= max_order <= MAX_SUPPORTED_ORDER:
+        raise InputError(f"max_order: expected an integer from 1 to {MAX_SUPPORTED_ORDER}, found {max_order!r}")
+    if ref_length not in REF_LENGTH_POLICIES:
+        raise InputError(f"ref_length: expected one of {', '.join(REF_LENGTH_POLICIES)}, found {ref_length!r}")
+    m, t, c, r = kernels._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
+                                      enc.seg_ref_ptr, int(max_order) + 1, REF_LENGTH_POLICIES[ref_length])
+    return BleuStats(m, t, c, r)
+
+
+def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, *, max_order: int = 4,
+                ref_length: str = "closest", tokenize: str = "none", lowercase: bool = False) -> BleuStats:
+    """BLEU statistics of every hypothesis of a K-best table.
+
+    Parameters
+    ----------
+    hypotheses : sequence of H strings (list, numpy, pandas, Arrow), or of token lists
+    references : one list of reference strings per segment (length S), or per hypothesis row
+        (length H, repeated within a segment); a segment may have any number of references, 0 included
+    segments : H segment ids, rows of one segment contiguous; None = every row is its own segment
+    max_order : N; statistics are counted up to order N+1
+    ref_length : "closest" (ties to the shorter), "shortest" or "average" (Moses, truncated)
+    tokenize, lowercase : see :func:`kbest_bleu.tokenize.tokenize`
+
+    Returns
+    -------
+    BleuStats with H rows, in input order.
+    """
+    hyps = hypotheses_array(hypotheses)
+    seg_ptr = segment_pointers(segments, len(hyps))
+    refs = segment_references(references_array(references), seg_ptr, len(hyps))
+    return stats_from_encoded(encode(hyps, refs, seg_ptr, tokenize, lowercase), max_order, ref_length)

@@ -1,0 +1,95 @@
+"""Smoothings 0-7 and the presets against the slow per-row references."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import kbest_bleu as kb
+from reference import moses_bleu_plus_1, paper_bleu, stats as ref_stats
+
+sentence = st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=10)
+pairs = st.lists(st.tuples(sentence, st.lists(sentence, min_size=1, max_size=3)), min_size=1, max_size=8)
+
+
+def _close(a, b):
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("method", range(8))
+@pytest.mark.parametrize("effective", [True, False])
+@given(data=pairs)
+def test_paper_smoothings_match_reference(method, effective, data):
+    hyps = [" ".join(h) for h, _ in data]
+    refs = [[" ".join(r) for r in rs] for _, rs in data]
+    got = kb.score_kbest(hyps, refs, smoothing=method, effective_order=effective)
+    for i, (h, rs) in enumerate(data):
+        m, t, c, r = ref_stats(h, rs, 5)
+        want = paper_bleu(method, m, t, c, r, effective=effective)
+        assert _close(got[i], want), (method, h, rs, got[i], want)
+        assert np.isfinite(got[i]) and got[i] >= 0
+
+
+@given(data=pairs, smooth_bp=st.booleans(), s=st.sampled_from([0.5, 1.0, 2.0]))
+def test_moses_bleu_plus_1_matches_transliteration(data, smooth_bp, s):
+    hyps = [" ".join(h) for h, _ in data]
+    refs = [[" ".join(r) for r in rs] for _, rs in data]
+    got = kb.score_kbest(hyps, refs, compat="moses", smooth_bp=smooth_bp, add_k=s)
+    for i, (h, rs) in enumerate(data):
+        m, t, c, r = ref_stats(h, rs, 4)
+        assert _close(got[i], moses_bleu_plus_1(m, t, c, r, s, smooth_bp))
+
+
+def test_custom_weights_and_orders():
+    h, r = "a b c d e f", ["a b c d x f"]
+    m, t, c, rl = ref_stats(h.split(), [r[0].split()], 3)
+    got = kb.sentence_bleu(h, r, max_order=2, weights=(0.8, 0.2), smoothing=0)
+    assert _close(got, math.exp(0.8 * math.log(m[0] / t[0]) + 0.2 * math.log(m[1] / t[1])))
+    # order 8 on a long exact match is 1
+    s = "one two three four five six seven eight nine ten"
+    assert _close(kb.sentence_bleu(s, [s], max_order=8), 1.0)
+
+
+def test_corpus_and_document_level():
+    hyps = ["a b c d", "a b x", "q"]
+    refs = [["a b c d"], ["a b c"], ["r s"]]
+    st_ = kb.ngram_stats(hyps, refs)
+    res = kb.corpus_score(st_)
+    # by hand: rows (m | t) = (4 3 2 1 | 4 3 2 1), (2 1 0 0 | 3 2 1 0), (0 0 0 0 | 1 0 0 0)
+    m = [6, 4, 2, 1]
+    t = [8, 5, 3, 1]
+    want = math.exp(sum(math.log(m[n] / t[n]) for n in range(4)) / 4) * math.exp(1 - 9 / 8)
+    assert _close(res.score, want) and res.hyp_len == 8 and res.ref_len == 9
+    assert "eff:no" in res.signature
+    sent = kb.sentence_scores(st_)
+    lens = st_.ref_len
+    assert _close(kb.document_score(st_), float((lens * sent).sum() / lens.sum()))
+    per_doc = kb.document_score(st_, groups=[0, 2, 2, 3])
+    assert _close(per_doc[0], float((lens[:2] * sent[:2]).sum() / lens[:2].sum()))
+    assert per_doc[1] == 0.0 and _close(per_doc[2], sent[2])
+
+
+def test_signature_names_every_option():
+    sig = kb.BleuConfig(smoothing="floor", epsilon=0.2, ref_length="shortest", lowercase=True).signature()
+    for part in ("compat:sacrebleu", "smooth:floor(eps=0.2)", "order:4", "eff:yes", "reflen:shortest",
+                 "tok:none", "case:lc", f"version:{kb.__version__}"):
+        assert part in sig
+    assert "smooth:bleu+1(s=1,bp=smoothed)" in kb.BleuConfig(compat="moses", smooth_bp=True).signature()
+    assert "smooth:4(K=5)" in kb.BleuConfig(compat="nltk", smoothing=4).signature()
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(compat="bleurt"), "compat: expected one of"),
+    (dict(compat="mteval", smoothing=5), "supports 0, 3"),
+    (dict(smoothing="add-one"), "smoothing"),
+    (dict(max_order=0), "max_order"),
+    (dict(weights=(0.5, 0.5)), "4 non-negative weights"),
+    (dict(compat="nltk", effective_order=True), "only the 'sacrebleu' preset"),
+    (dict(ref_length="longest"), "ref_length"),
+    (dict(smoothingg=3), "unknown option"),
+])
+def test_bad_options_are_explained(bad, match):
+    with pytest.raises(kb.InputError, match=match):
+        kb.sentence_bleu("a b", ["a b"], **bad)
