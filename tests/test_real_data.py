@@ -1,0 +1,106 @@
+"""Checks against gold values produced by the original tools on real MT data (../shared/data)."""
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import kbest_bleu as kb
+
+
+def test_moses_extractor_gold_statistics(shared_data):
+    t = pq.read_table(shared_data / "moses_mert_nbest.parquet")
+    seg = pc.add(pc.multiply(t["iteration"], 1000), t["segment_id"])
+    stats = kb.ngram_stats(t["hypothesis"], t["references"], seg)
+    gold = np.array(t["gold_bleu_stats_moses"].to_pylist())
+    assert gold.shape == (5000, 9)
+    assert np.array_equal(stats.to_moses(), gold)
+
+
+MULTEVAL = {  # data/README.md: hyp n-grams l1..l4, matches m1..m4, r, and the corpus BLEU golds
+    ("multeval_example_test2010", "baseline.opt0"): ([67461, 64972, 62490, 60022], [37387, 16324, 7929, 4013], 62774, 0.185389),
+    ("multeval_set1_zhen_4ref", "run0"): ([37451, 36094, 34737, 33384], [28063, 14583, 7704, 4119], 38803, 0.290996),
+    # set2: multeval counts 38420 unigrams, Python's str.split 38421 (U+00A0 splits in Python);
+    # we follow Python, as sacrebleu --tokenize none does (one more n-gram of every order).
+    ("multeval_set2", "run0"): ([38421, 36422, 34423, 32427], [21271, 10184, 5665, 3281], 38049, 0.225323),
+}
+
+
+@pytest.mark.parametrize("key", MULTEVAL)
+def test_multeval_corpus_statistics(shared_data, key):
+    t = pq.read_table(shared_data / "multeval.parquet",
+                      filters=[("dataset", "=", key[0]), ("system", "=", key[1])])
+    totals, matches, ref_len, bleu = MULTEVAL[key]
+    res_stats = kb.ngram_stats(t["hypothesis"], t["references"]).sum()
+    assert res_stats.matches[0, :4].tolist() == matches
+    assert int(res_stats.ref_len[0]) == ref_len
+    assert res_stats.totals[0, :4].tolist() == totals
+    assert kb.corpus_score(res_stats).score == pytest.approx(bleu, abs=5e-7)
+
+
+def _real_sample(shared_data, n_per_source=1300, seed=0):
+    """Real hypotheses with 1, 2 and 4 references from four corpora, seeded."""
+    rng = np.random.default_rng(seed)
+    hyps, refs = [], []
+    for name, cols in [("wmt22_news_systems.parquet", None), ("wmt12_segments.parquet", None),
+                       ("multeval.parquet", None), ("joshua_bn_en_kbest.parquet", None)]:
+        t = pq.read_table(shared_data / name, columns=["hypothesis", "references"])
+        idx = rng.choice(t.num_rows, size=min(n_per_source, t.num_rows), replace=False)
+        sub = t.take(idx)
+        hyps += sub["hypothesis"].to_pylist()
+        refs += sub["references"].to_pylist()
+    return hyps, refs
+
+
+@pytest.fixture(scope="module")
+def real_sample(shared_data):
+    hyps, refs = _real_sample(shared_data)
+    assert len(hyps) >= 5000 and {len(r) for r in refs} >= {1, 2, 4}
+    return hyps, refs
+
+
+@pytest.mark.parametrize("method", ["none", "floor", "add-k", "exp"])
+@pytest.mark.parametrize("effective", [True, False])
+def test_sacrebleu_sentence_scores_on_real_data(real_sample, method, effective):
+    from sacrebleu.metrics import BLEU
+    hyps, refs = real_sample
+    bleu = BLEU(tokenize="none", smooth_method=method, effective_order=effective)
+    want = np.array([bleu.sentence_score(h, r).score / 100 for h, r in zip(hyps, refs)])
+    got = kb.score_kbest(hyps, refs, smoothing=method, effective_order=effective)
+    bad = np.flatnonzero(np.abs(got - want) > 1e-9)
+    assert bad.size == 0, [(hyps[i], refs[i], got[i], want[i]) for i in bad[:3]]
+
+
+@pytest.mark.parametrize("method", ["none", "floor", "add-k", "exp"])
+@pytest.mark.parametrize("effective", [True, False])
+def test_sacrebleu_corpus_score_on_real_data(shared_data, method, effective):
+    from sacrebleu.metrics import BLEU
+    t = pq.read_table(shared_data / "multeval.parquet", filters=[("dataset", "=", "multeval_set1_zhen_4ref"),
+                                                                 ("system", "=", "run1")])
+    hyps, refs = t["hypothesis"].to_pylist(), t["references"].to_pylist()
+    want = BLEU(tokenize="none", smooth_method=method, effective_order=effective).corpus_score(
+        hyps, [list(s) for s in zip(*refs)]).score / 100
+    got = kb.corpus_bleu(hyps, refs, smoothing=method, effective_order=effective).score
+    assert abs(got - want) <= 1e-9
+
+
+@pytest.mark.parametrize("method", range(8))
+def test_nltk_sentence_bleu_on_real_data(real_sample, method):
+    import warnings
+
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+    hyps, refs = real_sample
+    fn = getattr(SmoothingFunction(), f"method{method}")
+    want, rows = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i, (h, r) in enumerate(zip(hyps, refs)):
+            try:
+                want.append(sentence_bleu([x.split() for x in r], h.split(), smoothing_function=fn))
+                rows.append(i)
+            except (AssertionError, ZeroDivisionError):  # method6 without a trigram match
+                assert method == 6
+    got = kb.score_kbest(hyps, refs, compat="nltk", smoothing=method)[rows]
+    assert len(rows) >= (5000 if method != 6 else 2000)
+    bad = np.flatnonzero(~np.isclose(got, want, rtol=1e-9, atol=1e-12))
+    assert bad.size == 0, [(hyps[rows[i]], got[i], want[i]) for i in bad[:3]]
