@@ -7,7 +7,7 @@ references  ->  ``tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -49,9 +49,9 @@ def _to_arrow(values: Any, what: str) -> pa.Array:
     return values
 
 
-def _check_no_nulls(arr: pa.Array, what: str) -> None:
+def _check_no_nulls(arr: pa.Array, what: str, row_offset: int = 0) -> None:
     if arr.null_count:
-        row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+        row = row_offset + int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError(f"{what}: row {row} is null; expected a string (use '' for an empty one)")
 
 
@@ -63,22 +63,25 @@ def _is_token_lists(t: pa.DataType) -> bool:
     return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_text(t.value_type)
 
 
-def hypotheses_array(hypotheses: Any) -> pa.Array:
-    """Hypotheses as an Arrow string array, or list<string> when already tokenized."""
+def hypotheses_array(hypotheses: Any, row_offset: int = 0) -> pa.Array:
+    """Hypotheses as an Arrow string array, or list<string> when already tokenized.
+
+    ``row_offset`` is added to the row numbers of error messages (streaming jobs).
+    """
     arr = _to_arrow(hypotheses, "hypotheses")
     if pa.types.is_null(arr.type) and len(arr):
-        _check_no_nulls(arr, "hypotheses")
+        _check_no_nulls(arr, "hypotheses", row_offset)
     if len(arr) == 0:
         return pa.array([], pa.string())
     if not (_is_text(arr.type) or _is_token_lists(arr.type)):
         raise InputError(f"hypotheses: expected strings (or lists of token strings), found Arrow type {arr.type}")
-    _check_no_nulls(arr, "hypotheses")
+    _check_no_nulls(arr, "hypotheses", row_offset)
     if _is_token_lists(arr.type):
         _check_no_nulls(pc.list_flatten(arr), "hypothesis tokens")
     return arr
 
 
-def references_array(references: Any) -> pa.Array:
+def references_array(references: Any, row_offset: int = 0) -> pa.Array:
     """References as Arrow list<string>: one list per entry (a bare string is one reference)."""
     if isinstance(references, (list, tuple)):
         references = [[r] if isinstance(r, str) else r for r in references]
@@ -91,13 +94,48 @@ def references_array(references: Any) -> pa.Array:
             _is_text(arr.type.value_type) or _is_token_lists(arr.type.value_type)
             or pa.types.is_null(arr.type.value_type)):
         raise InputError(f"references: expected a list of reference strings per entry, found Arrow type {arr.type}")
-    _check_no_nulls(arr, "references")
+    _check_no_nulls(arr, "references", row_offset)
     flat = pc.list_flatten(arr)
     if flat.null_count:
-        entry = int(pc.list_parent_indices(arr).to_numpy()[
+        entry = row_offset + int(pc.list_parent_indices(arr).to_numpy()[
             np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0]])
         raise InputError(f"references: entry {entry} holds a null reference; expected strings")
     return arr
+
+
+def run_starts(keys: Sequence[pa.Array]) -> np.ndarray:
+    """Rows where a new run of equal segment keys starts (row 0 included): int64[S].
+
+    ``keys``: one or more equally long Arrow arrays; a run is a maximal block of consecutive
+    rows equal in every key column.
+    """
+    n = len(keys[0])
+    if n == 0:
+        return np.zeros(0, np.int64)
+    change = np.zeros(n - 1, bool)
+    for k in keys:
+        change |= pc.not_equal(k.slice(1), k.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    return np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
+
+
+def key_labels(keys: Sequence[pa.Array], rows: np.ndarray) -> list:
+    """The segment key at each of ``rows``, as hashable Python values (tuples when composite)."""
+    cols = [k.take(pa.array(rows)).to_pylist() for k in keys]
+    return cols[0] if len(cols) == 1 else list(zip(*cols))
+
+
+def check_contiguous(labels: list, seen: set, first_row: np.ndarray, where: str = "segments") -> None:
+    """Raise if a segment key appears in two runs (here or in ``seen``); then record them."""
+    if len(set(labels)) == len(labels) and seen.isdisjoint(labels):
+        seen.update(labels)
+        return
+    for row, label in zip(first_row, labels):
+        if label in seen:
+            raise InputError(
+                f"{where}: the rows of segment {label!r} are not contiguous (they start again at row "
+                f"{int(row)} after other segments); sort the table by segment id first, keeping the "
+                "hypothesis order within each segment")
+        seen.add(label)
 
 
 def segment_pointers(segments: Any, n_rows: int) -> np.ndarray:
@@ -112,23 +150,12 @@ def segment_pointers(segments: Any, n_rows: int) -> np.ndarray:
     if len(seg) != n_rows:
         raise InputError(f"segments: expected one segment id per hypothesis ({n_rows}), found {len(seg)}")
     _check_no_nulls(seg, "segments")
-    if n_rows == 0:
-        return np.zeros(1, np.int64)
-    codes = seg.dictionary_encode().indices.to_numpy()
-    starts = np.flatnonzero(np.diff(codes)) + 1
-    ptr = np.concatenate([[0], starts, [n_rows]]).astype(np.int64)
-    first = codes[ptr[:-1]]
-    runs_per_id = np.bincount(first)
-    if (runs_per_id > 1).any():
-        rows = ptr[:-1][first == np.flatnonzero(runs_per_id > 1)[0]]
-        raise InputError(
-            f"segments: the rows of segment {seg[int(rows[0])].as_py()!r} are not contiguous "
-            f"(they start again at row {int(rows[1])} after other segments); sort the table by "
-            "segment id first, keeping the hypothesis order within each segment")
-    return ptr
+    starts = run_starts([seg])
+    check_contiguous(key_labels([seg], starts), set(), starts)
+    return np.append(starts, n_rows)
 
 
-def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int) -> pa.Array:
+def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row_offset: int = 0) -> pa.Array:
     """References per segment, from either one entry per segment or one entry per row.
 
     With one entry per row, the first row of each segment gives the segment's references and
@@ -154,7 +181,8 @@ def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int) -> 
     if not same.all():
         row = int(np.flatnonzero(~same)[0])
         raise InputError(
-            f"references: row {row} has references different from row {int(owner[row])}, the first "
+            f"references: row {row + row_offset} has references different from row "
+            f"{int(owner[row]) + row_offset}, the first "
             "row of its segment; the rows of one segment must share their references "
             "(or pass segment ids that separate them)")
     return per_seg

@@ -108,6 +108,17 @@ class BleuStats:
         return out
 
 
+def segment_argmax(values: np.ndarray, seg_ptr: np.ndarray) -> np.ndarray:
+    """Row index of the largest value in each segment (first row on ties): int64[S].
+
+    values : float[H]; seg_ptr : int64[S+1] pointers of non-empty segments. Used for 1-best
+    (model score) and oracle (sentence BLEU) selections, vectorized over segments.
+    """
+    labels = np.repeat(np.arange(len(seg_ptr) - 1), np.diff(seg_ptr))
+    order = np.lexsort((-np.asarray(values, dtype=np.float64), labels))  # stable: ties keep row order
+    return order[seg_ptr[:-1]]
+
+
 def stats_from_encoded(enc: Encoded, max_order: int = 4, ref_length: str = "closest") -> BleuStats:
     """Run the kernel on already encoded CSR arrays (see :class:`kbest_bleu.encode.Encoded`)."""
     if not 1 <= max_order <= MAX_SUPPORTED_ORDER:

@@ -1,0 +1,182 @@
+"""``kbest-bleu``: score K-best parquet tables, corpus BLEU of text files, n-best conversion.
+
+Bad input exits with status 2 and a one-paragraph message (no traceback, no output file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pyarrow.parquet as pq
+
+from .bleu import corpus_bleu
+from .config import COMPATS, BleuConfig
+from .errors import InputError
+from .io import Columns, ReferenceTable, read_lines, score_parquet
+from .nbest import export_moses, read_nbest, write_nbest
+from .stats import REF_LENGTH_POLICIES
+from .tokenize import TOKENIZERS
+
+SAMPLE = Path(__file__).parent / "data" / "moses_100best_sample.parquet"
+SAMPLE_COLUMNS = Columns(segment=("iteration", "segment_id"), score="model_score")
+
+
+def _scoring_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scoring options (README, smoothing and preset tables)")
+    g.add_argument("--compat", choices=COMPATS, default="sacrebleu", help="whose conventions to reproduce")
+    g.add_argument("-s", "--smoothing", default=None,
+                   help="0-7 (Chen & Cherry 2014), none/floor/add-k/exp, or bleu+1 (moses); default: the preset's")
+    g.add_argument("--epsilon", type=float, default=0.1, help="smoothing 1 / floor value (0.1)")
+    g.add_argument("--add-k", type=float, default=1.0, help="smoothing 2 / add-k value; moses: s (1)")
+    g.add_argument("--k", type=float, default=5.0, help="smoothing 4 and 7 constant K (5)")
+    g.add_argument("--alpha", type=float, default=5.0, help="smoothing 6 alpha (5)")
+    g.add_argument("--max-order", type=int, default=4)
+    g.add_argument("--weights", default=None, help="comma-separated n-gram weights, one per order")
+    g.add_argument("--effective-order", dest="effective_order", action="store_true", default=None)
+    g.add_argument("--no-effective-order", dest="effective_order", action="store_false")
+    g.add_argument("--auto-reweigh", action="store_true", help="nltk: NLTK's auto_reweigh")
+    g.add_argument("--smooth-bp", action="store_true", help="moses: smoothed brevity penalty")
+    g.add_argument("--ref-length", choices=list(REF_LENGTH_POLICIES), default="closest")
+    g.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="none")
+    g.add_argument("-lc", "--lowercase", action="store_true")
+
+
+def _config(a: argparse.Namespace) -> BleuConfig:
+    weights = None
+    if a.weights:
+        try:
+            weights = tuple(float(x) for x in a.weights.split(","))
+        except ValueError:
+            raise InputError(f"--weights: expected comma-separated numbers, found {a.weights!r}") from None
+    return BleuConfig(compat=a.compat, smoothing=a.smoothing, epsilon=a.epsilon, add_k=a.add_k, k=a.k,
+                      alpha=a.alpha, max_order=a.max_order, weights=weights, effective_order=a.effective_order,
+                      auto_reweigh=a.auto_reweigh, smooth_bp=a.smooth_bp, ref_length=a.ref_length,
+                      tokenize=a.tokenize, lowercase=a.lowercase)
+
+
+def _cmd_score(a: argparse.Namespace) -> int:
+    cfg = _config(a)
+    if a.input is None:
+        src, columns = SAMPLE, SAMPLE_COLUMNS
+        print(f"no input given: scoring the bundled sample {SAMPLE.name} (real Moses 100-best lists, "
+              "moses-regression-tests, LGPL)", file=sys.stderr)
+    else:
+        src = Path(a.input)
+        columns = Columns(a.hyp_col, a.ref_col, tuple(a.seg_col.split(",")), a.score_col)
+    refs = None
+    if a.ref_table:
+        try:
+            refs = ReferenceTable.from_table(pq.read_table(a.ref_table), columns, a.ref_table)
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"{a.ref_table}: not a readable parquet reference table ({exc})") from None
+    elif a.ref_file:
+        refs = ReferenceTable.from_text_files(a.ref_file)
+    summary = score_parquet(src, a.output, cfg, columns=columns, references=refs, stats=a.stats,
+                            batch_size=a.batch_size, quiet=a.quiet)
+    print(json.dumps(summary.to_dict(), indent=1) if a.json else summary)
+    if a.output:
+        print(f"wrote {a.output}", file=sys.stderr)
+    return 0
+
+
+def _cmd_corpus(a: argparse.Namespace) -> int:
+    cfg = _config(a)
+    hyps = read_lines(a.hypotheses)
+    streams = [read_lines(r) for r in a.references]
+    for path, s in zip(a.references, streams):
+        if len(s) != len(hyps):
+            raise InputError(f"{path}: {len(s)} lines, but {a.hypotheses} has {len(hyps)}; expected one reference "
+                             "line per hypothesis line")
+    result = corpus_bleu(hyps, [list(r) for r in zip(*streams)], **cfg.__dict__)
+    print(json.dumps(result.to_dict(), indent=1) if a.json else result)
+    return 0
+
+
+def _cmd_convert(a: argparse.Namespace) -> int:
+    src, dst = Path(a.input), Path(a.output)
+    if src.suffix == ".parquet":
+        write_nbest(pq.read_table(src), dst)
+    else:
+        table = read_nbest(src, a.refs or ())
+        pq.write_table(table, dst, compression="zstd")
+    print(f"wrote {dst}", file=sys.stderr)
+    return 0
+
+
+def _cmd_export(a: argparse.Namespace) -> int:
+    cfg = _config(a)
+    table = pq.read_table(a.input)
+    columns = Columns(a.hyp_col, a.ref_col, tuple(a.seg_col.split(",")))
+    n = export_moses(table, a.scores, a.features, cfg, columns)
+    print(f"wrote {n} segments to {a.scores}" + (f" and {a.features}" if a.features else ""), file=sys.stderr)
+    return 0
+
+
+def _columns_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hyp-col", default="hypothesis", help="string column of hypotheses")
+    p.add_argument("--ref-col", default="references", help="list<string> column of references")
+    p.add_argument("--seg-col", default="segment_id", help="segment id column(s), comma-separated")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kbest-bleu", description="Exact, fast sentence BLEU for K-best lists.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("score", help="score a parquet K-best table (no input: the bundled real sample)")
+    p.add_argument("input", nargs="?", help="input parquet file")
+    p.add_argument("-o", "--output", help="output parquet file (input columns + bleu); omit for the summary only")
+    _columns_options(p)
+    p.add_argument("--score-col", default=None, help="model score column: the summary's 1-best is its argmax")
+    p.add_argument("--ref-table", help="parquet file with the segment column(s) and the references column")
+    p.add_argument("--ref-file", action="append", help="plain-text reference file, line i = segment i (repeatable)")
+    p.add_argument("--stats", action="store_true", help="add m1..mN t1..tN hyp_len ref_len columns")
+    p.add_argument("--batch-size", type=int, default=65536, help="rows per record batch (bounds memory)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _scoring_options(p)
+    p.set_defaults(func=_cmd_score)
+
+    p = sub.add_parser("corpus", help="corpus BLEU of plain-text files, like sacrebleu")
+    p.add_argument("hypotheses")
+    p.add_argument("references", nargs="+")
+    p.add_argument("--json", action="store_true")
+    _scoring_options(p)
+    p.set_defaults(func=_cmd_corpus)
+
+    p = sub.add_parser("convert", help="Moses/Joshua n-best text <-> parquet (direction from the .parquet suffix)")
+    p.add_argument("input")
+    p.add_argument("output")
+    p.add_argument("--refs", nargs="+", help="reference files (text -> parquet), line i = segment i")
+    p.set_defaults(func=_cmd_convert)
+
+    p = sub.add_parser("export-moses", help="Moses extractor scores (and features) files from a K-best table")
+    p.add_argument("input")
+    p.add_argument("--scores", required=True)
+    p.add_argument("--features")
+    _columns_options(p)
+    _scoring_options(p)
+    p.set_defaults(func=_cmd_export, compat="moses")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except InputError as exc:
+        print(f"kbest-bleu {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kbest-bleu: interrupted; no output written", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

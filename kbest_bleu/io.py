@@ -1,0 +1,379 @@
+"""Batch jobs: score K-best tables as streams of Arrow record batches, parquet in, parquet out.
+
+Memory is bounded by the batch size: batches are regrouped so that a segment's rows are never
+scored in pieces (the rows of the last, possibly unfinished segment of a batch wait for the
+next batch), and output batches leave in input order. See DESIGN section 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .bleu import BleuResult, corpus_score, sentence_scores, stats_order
+from .config import BleuConfig
+from .encode import (check_contiguous, encode, hypotheses_array, key_labels, references_array, run_starts,
+                     segment_references)
+from .errors import InputError
+from .stats import BleuStats, segment_argmax, stats_from_encoded
+
+META_SIGNATURE = b"kbest_bleu.signature"
+META_OPTIONS = b"kbest_bleu.options"
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Column names of a K-best table (README, "Parquet schema").
+
+    hypothesis : string column of hypotheses
+    references : list<string> column, the references of the row's segment (ignored when the
+        references come from a separate table or text files)
+    segment : one or more columns whose values identify a segment; a segment's rows are contiguous
+    score : optional model-score column; the summary's 1-best is then its argmax per segment
+    """
+
+    hypothesis: str = "hypothesis"
+    references: str = "references"
+    segment: tuple = ("segment_id",)
+    score: Optional[str] = None
+
+
+class ReferenceTable:
+    """References kept apart from the hypotheses, keyed by segment: ``{key: [ref, ...]}``."""
+
+    def __init__(self, keys: list, references: pa.Array, source: str):
+        self.index = {k: i for i, k in enumerate(keys)}
+        if len(self.index) != len(keys):
+            raise InputError(f"{source}: a segment appears twice in the reference table; expected one row per segment")
+        self.references = references_array(references)
+        self.source = source
+
+    @classmethod
+    def from_table(cls, table: pa.Table, columns: Columns, source: str) -> "ReferenceTable":
+        _require(table.schema, list(columns.segment) + [columns.references], source)
+        keys = [table[c].combine_chunks() for c in columns.segment]
+        return cls(key_labels(keys, np.arange(table.num_rows)), table[columns.references].combine_chunks(), source)
+
+    @classmethod
+    def from_text_files(cls, paths: Sequence[str]) -> "ReferenceTable":
+        """One file per reference stream; line i holds the reference of segment i (0-based)."""
+        streams = [read_lines(p) for p in paths]
+        lengths = {len(s) for s in streams}
+        if len(lengths) > 1:
+            found = ", ".join(f"{p}: {len(s)} lines" for p, s in zip(paths, streams))
+            raise InputError(f"reference files: expected the same number of lines in every file, found {found}")
+        refs = pa.array([list(r) for r in zip(*streams)], pa.list_(pa.string()))
+        return cls(list(range(len(refs))), refs, " + ".join(map(str, paths)))
+
+    def lookup(self, labels: list, where: str) -> pa.Array:
+        idx = [self.index.get(k, -1) for k in labels]
+        if -1 in idx:
+            missing = labels[idx.index(-1)]
+            raise InputError(f"{where}: segment {missing!r} has no references in {self.source}; expected every "
+                             "segment id of the hypotheses to appear in the reference table (0-based line "
+                             "numbers for text files)")
+        return self.references.take(pa.array(idx, pa.int64()))
+
+
+def read_lines(path: "str | os.PathLike") -> list:
+    """Lines of a UTF-8 text file (split on \\n only, as line-based MT tools do)."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(f"{path}: line {line} is not valid UTF-8 (byte {data[exc.start]:#04x} at offset "
+                         f"{exc.start}); re-encode the file as UTF-8") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def _require(schema: pa.Schema, names: Iterable[str], source: str) -> None:
+    for name in names:
+        if schema.get_field_index(name) < 0:
+            raise InputError(f"{source}: column {name!r} not found; columns are {', '.join(schema.names)} "
+                             "(choose the column with the matching option, e.g. --hyp-col/--ref-col/--seg-col)")
+
+
+@dataclass
+class Tally:
+    """Running totals for the end-of-job summary (sums of statistics, never rows)."""
+
+    config: BleuConfig
+    rows: int = 0
+    segments: int = 0
+    bleu_sum: float = 0.0
+    one_best: Optional[BleuStats] = None
+    oracle: Optional[BleuStats] = None
+
+    def add(self, stats: BleuStats, bleu: np.ndarray, seg_ptr: np.ndarray, model_score: Optional[np.ndarray]) -> None:
+        self.rows += len(bleu)
+        self.segments += len(seg_ptr) - 1
+        self.bleu_sum += float(bleu.sum())
+        first = seg_ptr[:-1] if model_score is None else segment_argmax(model_score, seg_ptr)
+        self.one_best = _accumulate(self.one_best, stats[first])
+        self.oracle = _accumulate(self.oracle, stats[segment_argmax(bleu, seg_ptr)])
+
+    def summary(self, seconds: float) -> "Summary":
+        empty = BleuStats(np.zeros((1, self.config.max_order + 1), np.int64), np.zeros((1, self.config.max_order + 1),
+                          np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
+        return Summary(self.rows, self.segments, self.bleu_sum / self.rows if self.rows else 0.0,
+                       corpus_score(self.one_best or empty, self.config),
+                       corpus_score(self.oracle or empty, self.config), self.config.signature("sentence"), seconds)
+
+
+def _accumulate(total: Optional[BleuStats], part: BleuStats) -> BleuStats:
+    return part.sum() if total is None else BleuStats.concat([total, part.sum()]).sum()
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a batch job reports at the end (0-1 scores; printed as sacrebleu-style 0-100)."""
+
+    rows: int
+    segments: int
+    mean_bleu: float
+    one_best: BleuResult
+    oracle: BleuResult
+    signature: str
+    seconds: float
+
+    def __str__(self) -> str:
+        rate = self.rows / self.seconds if self.seconds > 0 else float("inf")
+        return (f"rows {self.rows:,}  segments {self.segments:,}  time {self.seconds:.2f} s ({rate:,.0f} rows/s)\n"
+                f"mean sentence BLEU   {100 * self.mean_bleu:6.2f}\n"
+                f"1-best corpus BLEU   {100 * self.one_best.score:6.2f}  ({self.one_best.signature})\n"
+                f"oracle corpus BLEU   {100 * self.oracle.score:6.2f}\n"
+                f"sentence signature   {self.signature}")
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows, "segments": self.segments, "mean_bleu": self.mean_bleu,
+                "one_best": self.one_best.to_dict(), "oracle": self.oracle.to_dict(),
+                "signature": self.signature, "seconds": self.seconds}
+
+
+def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool) -> pa.Schema:
+    """Input schema + ``bleu`` (+ statistics columns), with signature and options as metadata."""
+    fields = [pa.field("bleu", pa.float64())]
+    if stats:
+        n = config.max_order
+        fields += [pa.field(f"{kind}{i}", pa.int32()) for kind in ("m", "t") for i in range(1, n + 1)]
+        fields += [pa.field("hyp_len", pa.int32()), pa.field("ref_len", pa.int32())]
+    for f in fields:
+        if schema.get_field_index(f.name) >= 0:
+            raise InputError(f"output column {f.name!r} already exists in the input; rename or drop it first")
+    meta = dict(schema.metadata or {})
+    meta[META_SIGNATURE] = config.signature("sentence").encode()
+    meta[META_OPTIONS] = json.dumps({k: v for k, v in config.__dict__.items()}).encode()
+    return pa.schema(list(schema) + fields, metadata=meta)
+
+
+def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, cfg: BleuConfig, columns: Columns,
+                 references: Optional[ReferenceTable], with_stats: bool, schema: pa.Schema, tally: Optional[Tally],
+                 source: str) -> pa.RecordBatch:
+    """Score a table of whole segments (``starts``: first row of each) into one output batch."""
+    n = chunk.num_rows
+    seg_ptr = np.append(starts, n)
+    where = f"{source}, rows {row0}-{row0 + n - 1}"
+    hyps = chunk[columns.hypothesis].combine_chunks()
+    if not (pa.types.is_string(hyps.type) or pa.types.is_large_string(hyps.type)):
+        raise InputError(f"{source}: column {columns.hypothesis!r} has Arrow type {hyps.type}; expected string")
+    try:
+        hyps = hypotheses_array(hyps, row0)
+        if references is None:
+            refs = segment_references(references_array(chunk[columns.references].combine_chunks(), row0),
+                                      seg_ptr, n, row0)
+        else:
+            refs = references.lookup(labels, where)
+    except InputError as exc:
+        raise InputError(f"{source}: {exc}") from None
+    no_refs = np.flatnonzero(pc.list_value_length(refs).to_numpy(zero_copy_only=False) == 0)
+    if no_refs.size:
+        raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
+                         "references; expected at least one per segment in a batch job (an empty string '' is a "
+                         "valid, empty reference)")
+    stats = stats_from_encoded(encode(hyps, refs, seg_ptr, cfg.tokenize, cfg.lowercase), stats_order(cfg),
+                               cfg.ref_length)
+    bleu = sentence_scores(stats, cfg)
+    if tally is not None:
+        score = None
+        if columns.score is not None:
+            score = chunk[columns.score].combine_chunks().to_numpy(zero_copy_only=False).astype(np.float64)
+        tally.add(stats, bleu, seg_ptr, score)
+    arrays = [chunk[c].combine_chunks() for c in chunk.column_names] + [pa.array(bleu)]
+    if with_stats:
+        n_ord = cfg.max_order
+        arrays += [pa.array(stats.matches[:, i]) for i in range(n_ord)]
+        arrays += [pa.array(stats.totals[:, i]) for i in range(n_ord)]
+        arrays += [pa.array(stats.hyp_len), pa.array(stats.ref_len)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig] = None, *,
+                  columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
+                  tally: Optional[Tally] = None, source: str = "input") -> Iterator[pa.RecordBatch]:
+    """Score a stream of record batches; yields output batches (input columns + ``bleu``).
+
+    Segments may be cut anywhere by the batch boundaries: the rows of the last segment of a batch
+    are held back until the segment is complete. A segment whose rows are not contiguous raises
+    :class:`InputError`. Output rows are in input order. Memory: one batch plus one segment.
+    """
+    cfg = config or BleuConfig()
+    schema = None
+    pending: Optional[pa.Table] = None  # rows of the segment still open at the end of the last batch
+    seen: set = set()
+    row0 = 0
+    for batch in batches:
+        if schema is None:
+            names = [columns.hypothesis] + list(columns.segment) + ([columns.score] if columns.score else [])
+            _require(batch.schema, names + ([columns.references] if references is None else []), source)
+            schema = output_schema(batch.schema, cfg, stats)
+            in_schema = batch.schema
+        if batch.num_rows == 0:
+            continue
+        table = pa.Table.from_batches([batch], in_schema)
+        if pending is not None:
+            table = pa.concat_tables([pending, table])
+        keys = [table[c].combine_chunks() for c in columns.segment]
+        for c, k in zip(columns.segment, keys):
+            if k.null_count:
+                raise InputError(f"{source}: column {c!r} is null at row "
+                                 f"{row0 + int(np.flatnonzero(k.is_null().to_numpy(zero_copy_only=False))[0])}; "
+                                 "expected a segment id on every row")
+        starts = run_starts(keys)
+        last = int(starts[-1])
+        if last > 0:  # rows before the last run form whole segments
+            done = starts[:-1]
+            labels = key_labels(keys, done)
+            check_contiguous(labels, seen, done + row0, source)
+            yield _score_chunk(table.slice(0, last), done, labels, row0, cfg, columns, references, stats, schema,
+                               tally, source)
+            row0 += last
+        pending = table.slice(last)
+    if pending is not None and pending.num_rows:
+        keys = [pending[c].combine_chunks() for c in columns.segment]
+        starts = np.zeros(1, np.int64)
+        labels = key_labels(keys, starts)
+        check_contiguous(labels, seen, starts + row0, source)
+        yield _score_chunk(pending, starts, labels, row0, cfg, columns, references, stats, schema, tally, source)
+
+
+def score_table(table: pa.Table, config: Optional[BleuConfig] = None, **kwargs: Any) -> pa.Table:
+    """:func:`score_batches` on an in-memory ``pyarrow.Table``; returns the scored table."""
+    out = list(score_batches(table.to_batches(), config, **kwargs))
+    if not out:
+        return output_schema(table.schema, config or BleuConfig(), kwargs.get("stats", False)).empty_table()
+    return pa.Table.from_batches(out)
+
+
+class Progress:
+    """Rows and rows/s on one terminal line (stderr); silent when not a TTY or when quiet."""
+
+    def __init__(self, total: Optional[int], quiet: bool = False, stream=sys.stderr):
+        self.on = not quiet and stream.isatty()
+        self.total, self.stream, self.rows, self.t0, self.last = total, stream, 0, time.perf_counter(), 0.0
+
+    def update(self, rows: int) -> None:
+        self.rows += rows
+        now = time.perf_counter()
+        if self.on and (now - self.last > 0.2 or (self.total and self.rows >= self.total)):
+            self.last = now
+            of = f"/{self.total:,}" if self.total else ""
+            rate = self.rows / max(now - self.t0, 1e-9)
+            self.stream.write(f"\r{self.rows:,}{of} rows  {rate:,.0f} rows/s")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.on:
+            self.stream.write("\n")
+
+
+def _open_parquet(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file; expected a parquet K-best table") from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: not a readable parquet file ({exc}); expected a complete parquet file "
+                         "(a truncated or corrupt file cannot be scored)") from None
+
+
+def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.PathLike]", config: Optional[BleuConfig] = None, *,
+                  columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
+                  batch_size: int = 65536, quiet: bool = True,
+                  on_batch: Optional[Callable[[int], None]] = None) -> Summary:
+    """Score a parquet K-best file into a new parquet file, streaming batch by batch.
+
+    The output is written to a temporary file beside ``out_path`` and renamed only when the job
+    succeeds: a failed or interrupted job leaves no output file behind. ``out_path=None`` scores
+    without writing (the summary only).
+    """
+    cfg = config or BleuConfig()
+    src = Path(in_path)
+    if batch_size < 1:
+        raise InputError(f"batch size: expected a positive number of rows, found {batch_size}")
+    if out_path is None:
+        dst, tmp, sink = None, None, open(os.devnull, "wb")
+    else:
+        dst = Path(out_path)
+        if dst.exists() and src.exists() and os.path.samefile(src, dst):
+            raise InputError(f"{dst}: the output path is the input file; write the scores to a new file")
+        tmp = dst.with_name(f".{dst.name}.tmp-{os.getpid()}")
+    pf = _open_parquet(src)
+    if dst is not None:
+        try:
+            sink = open(tmp, "wb")
+        except OSError as exc:
+            raise InputError(f"{dst}: cannot write the output here ({exc.strerror}); choose a writable path") from None
+    tally = Tally(cfg)
+    progress = Progress(pf.metadata.num_rows, quiet)
+    t0 = time.perf_counter()
+    ok = False
+    try:
+        with sink:
+            writer = None
+            try:
+                batches = pf.iter_batches(batch_size=batch_size)
+                for out in score_batches(_guard_reads(batches, src), cfg, columns=columns, references=references,
+                                         stats=stats, tally=tally, source=str(src)):
+                    if writer is None:
+                        writer = pq.ParquetWriter(sink, out.schema, compression="zstd")
+                    writer.write_batch(out)
+                    progress.update(out.num_rows)
+                    if on_batch:
+                        on_batch(out.num_rows)
+                if writer is None:  # empty input: an empty table with the output schema
+                    schema = output_schema(pf.schema_arrow, cfg, stats)
+                    writer = pq.ParquetWriter(sink, schema, compression="zstd")
+            finally:
+                if writer is not None:
+                    writer.close()
+        if dst is not None:
+            os.replace(tmp, dst)
+        ok = True
+    finally:
+        progress.close()
+        if not ok and tmp is not None and tmp.exists():
+            tmp.unlink()
+    return tally.summary(time.perf_counter() - t0)
+
+
+def _guard_reads(batches: Iterator[pa.RecordBatch], path: Path) -> Iterator[pa.RecordBatch]:
+    """Turn Arrow read errors in the middle of a file into InputError naming the file."""
+    try:
+        yield from batches
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: the parquet file could not be read to the end ({exc}); it may be truncated "
+                         "or corrupt") from None

@@ -1,0 +1,231 @@
+"""Batch jobs: streaming parquet scorer, command line, n-best interop, bad input."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import kbest_bleu as kb
+from kbest_bleu.cli import main
+from kbest_bleu.io import Columns, score_batches, score_parquet, score_table
+from kbest_bleu.nbest import read_nbest, write_nbest
+
+
+@pytest.fixture(scope="module")
+def pooled(shared_data, tmp_path_factory):
+    """Real pooled K-best lists: all systems of a segment form one list (variable K), 3 language pairs."""
+    t = pq.read_table(shared_data / "wmt22_news_systems.parquet",
+                      columns=["lp", "segment_id", "system", "hypothesis", "references"],
+                      filters=[("lp", "in", ["cs-en", "de-en", "ja-en"])])
+    t = t.take(pc.sort_indices(t, [("lp", "ascending"), ("segment_id", "ascending"), ("system", "ascending")]))
+    path = tmp_path_factory.mktemp("pooled") / "pooled.parquet"
+    pq.write_table(t, path, row_group_size=5000)
+    return path, t
+
+
+def test_streaming_equals_in_memory_for_any_batch_size(pooled, tmp_path):
+    path, t = pooled
+    cols = Columns(segment=("lp", "segment_id"))
+    seg = [f"{lp}#{i}" for lp, i in zip(t["lp"].to_pylist(), t["segment_id"].to_pylist())]
+    want = kb.score_kbest(t["hypothesis"], t["references"], seg)
+    ks = np.unique(seg, return_counts=True)[1]
+    assert ks.min() != ks.max()  # variable K
+    outputs = []
+    for bs in (1, 7, 997, 65536):
+        out = tmp_path / f"o{bs}.parquet"
+        sub = path if bs > 1 else _head(path, tmp_path, 3000)  # batch size 1 on a prefix (slow by design)
+        score_parquet(sub, out, columns=cols, batch_size=bs, stats=True)
+        outputs.append(pq.read_table(out))
+    for o in outputs[1:]:
+        assert o.equals(outputs[-1])
+    assert np.array_equal(outputs[-1]["bleu"].to_numpy(), want)
+    assert outputs[0].equals(outputs[-1].slice(0, 3000))
+    assert outputs[-1].select(t.column_names).equals(t)  # every input column, input order
+    assert b"kbest_bleu.signature" in outputs[-1].schema.metadata
+
+
+def _head(path, tmp_path, n):
+    out = tmp_path / "head.parquet"
+    pq.write_table(pq.read_table(path).slice(0, n), out)
+    return out
+
+
+def test_batches_may_cut_segments_anywhere():
+    hyps = ["a b c", "a b", "x", "x y", "x y z", "q"]
+    t = pa.table({"segment_id": [0, 0, 1, 1, 1, 2], "hypothesis": hyps,
+                  "references": [["a b c"]] * 2 + [["x y z"]] * 3 + [["q r"]]})
+    want = kb.score_kbest(hyps, [["a b c"], ["x y z"], ["q r"]], [0, 0, 1, 1, 1, 2])
+    for cut in range(1, 6):
+        batches = t.to_batches(max_chunksize=cut)
+        got = pa.Table.from_batches(list(score_batches(batches)))
+        assert np.array_equal(got["bleu"].to_numpy(), want)
+
+
+def test_references_from_table_and_text_files(tmp_path):
+    t = pa.table({"segment_id": [0, 0, 1], "hypothesis": ["a b c", "a b", "x y"]})
+    (tmp_path / "r0.txt").write_text("a b c\nx y z\n")
+    (tmp_path / "r1.txt").write_text("a b d\nx y\n")
+    want = kb.score_kbest(["a b c", "a b", "x y"], [["a b c", "a b d"], ["x y z", "x y"]], [0, 0, 1])
+    refs = kb.io.ReferenceTable.from_text_files([tmp_path / "r0.txt", tmp_path / "r1.txt"])
+    assert np.array_equal(score_table(t, references=refs)["bleu"].to_numpy(), want)
+    table = pa.table({"segment_id": [1, 0], "references": [["x y z", "x y"], ["a b c", "a b d"]]})
+    refs = kb.io.ReferenceTable.from_table(table, Columns(), "refs.parquet")
+    assert np.array_equal(score_table(t, references=refs)["bleu"].to_numpy(), want)
+
+
+def test_summary_one_best_and_oracle():
+    t = pa.table({"segment_id": [0, 0, 1, 1], "hypothesis": ["a b c d", "a b c x", "p q", "p q r s"],
+                  "references": [["a b c d"]] * 2 + [["p q r s"]] * 2, "score": [0.0, 1.0, 2.0, 1.0]})
+    from kbest_bleu.io import Tally
+    tally = Tally(kb.BleuConfig())
+    score_table(t, columns=Columns(score="score"), tally=tally)
+    s = tally.summary(1.0)
+    stats = kb.ngram_stats(t["hypothesis"], [["a b c d"], ["p q r s"]], t["segment_id"])
+    assert s.one_best.score == kb.corpus_score(stats[[1, 2]]).score  # argmax of the model score
+    assert s.oracle.score == kb.corpus_score(stats[[0, 3]]).score == 1.0
+    assert s.rows == 4 and s.segments == 2
+
+
+def test_cli_runs_on_bundled_sample():
+    out = subprocess.run([sys.executable, "-m", "kbest_bleu.cli", "score", "--quiet"], capture_output=True,
+                         text=True, check=True)
+    assert "rows 5,000  segments 50" in out.stdout and "oracle corpus BLEU" in out.stdout
+
+
+def test_export_moses_reproduces_extractor_gold(shared_data, tmp_path):
+    scores = tmp_path / "scores.txt"
+    feats = tmp_path / "features.txt"
+    assert main(["export-moses", str(shared_data / "moses_mert_nbest.parquet"), "--scores", str(scores),
+                 "--features", str(feats), "--seg-col", "iteration,segment_id"]) == 0
+    rows, headers = [], []
+    for line in scores.read_text().splitlines():
+        if line.startswith("SCORES_TXT_BEGIN"):
+            headers.append(line.split())
+        elif not line.startswith("SCORES_TXT_END"):
+            rows.append([int(x) for x in line.split()])
+    gold = pq.read_table(shared_data / "moses_mert_nbest.parquet")["gold_bleu_stats_moses"].to_pylist()
+    assert rows == gold
+    assert headers[0] == ["SCORES_TXT_BEGIN_0", "0", "100", "9", "BLEU"] and len(headers) == 50
+    assert feats.read_text().startswith("FEATURES_TXT_BEGIN_0 0 100 14 d_0 d_1")
+
+
+@pytest.mark.parametrize("sep", [" ||| ", "|||"])
+def test_nbest_text_round_trip_is_identical(shared_data, tmp_path, sep):
+    t = pq.read_table(shared_data / "joshua_bn_en_kbest.parquet").filter(pc.equal(pc.field("system"), "hiero"))
+    lines = [sep.join([str(s), h, f, f"{sc:.3f}"]) for s, h, f, sc in zip(
+        t["segment_id"].to_pylist(), t["hypothesis"].to_pylist(), t["features"].to_pylist(), t["model_score"].to_pylist())]
+    lines[3] += sep + "0-0 1-1"  # an extra field (alignment) survives too
+    src = tmp_path / "in.nbest"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    refs = tmp_path / "ref0.txt"
+    refs.write_text("\n".join(r[0] for r in _refs_by_segment(t)) + "\n", encoding="utf-8")
+    assert main(["convert", str(src), str(tmp_path / "k.parquet"), "--refs", str(refs)]) == 0
+    table = pq.read_table(tmp_path / "k.parquet")
+    assert table["feature_values"][0].as_py()[0] == -27.184 and table["references"][0].as_py() == [
+        t["references"][0].as_py()[0]]
+    assert main(["convert", str(tmp_path / "k.parquet"), str(tmp_path / "out.nbest")]) == 0
+    assert (tmp_path / "out.nbest").read_bytes() == src.read_bytes()
+    # and the converted table scores like the original one
+    scored = score_table(table)
+    assert np.isfinite(scored["bleu"].to_numpy()).all()
+
+
+def _refs_by_segment(t):
+    seg = t["segment_id"].to_numpy()
+    refs = t["references"].to_pylist()
+    out = {}
+    for s, r in zip(seg, refs):
+        out.setdefault(int(s), r)
+    return [out.get(i, [""]) for i in range(max(out) + 1)]
+
+
+def test_corpus_command_matches_sacrebleu(tmp_path, capsys):
+    from sacrebleu.metrics import BLEU
+    hyps = ["the cat sat on the mat", "a dog barked", "hello world"]
+    refs = ["the cat sat on a mat", "the dog barked loudly", "hello there world"]
+    (tmp_path / "h.txt").write_text("\n".join(hyps) + "\n")
+    (tmp_path / "r.txt").write_text("\n".join(refs) + "\n")
+    assert main(["corpus", str(tmp_path / "h.txt"), str(tmp_path / "r.txt"), "--json"]) == 0
+    import json
+    got = json.loads(capsys.readouterr().out)
+    assert abs(got["score"] - BLEU(tokenize="none").corpus_score(hyps, [refs]).score / 100) < 1e-12
+    assert got["signature"].startswith("kbest_bleu|compat:sacrebleu|smooth:exp")
+
+
+# ---------------------------------------------------------------- bad input: exit 2, message, no output
+
+def _write(tmp_path, name, table):
+    p = tmp_path / name
+    pq.write_table(table, p)
+    return p
+
+
+GOOD = dict(segment_id=[0, 0, 1], hypothesis=["a b", "a", "c"], references=[["a b"], ["a b"], ["c d"]])
+
+
+def _bad_cases(tmp_path):
+    t = lambda **kw: pa.table({**GOOD, **kw})  # noqa: E731
+    corrupt = tmp_path / "corrupt.parquet"
+    good = _write(tmp_path, "good.parquet", t())
+    corrupt.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    (tmp_path / "r2.txt").write_text("a b\n")
+    (tmp_path / "r3.txt").write_text("a b\nc d\n")
+    (tmp_path / "r5.txt").write_text("x\n")
+    return {
+        "missing column": ([_write(tmp_path, "m.parquet", pa.table({"segment_id": [0], "hyp": ["a"]}))], "column 'hypothesis' not found"),
+        "wrong type": ([_write(tmp_path, "w.parquet", t(hypothesis=[1, 2, 3]))], "has Arrow type int64; expected string"),
+        "null hypothesis": ([_write(tmp_path, "nh.parquet", t(hypothesis=["a", None, "c"]))], "row 1 is null"),
+        "null reference": ([_write(tmp_path, "nr.parquet", t(references=[["a"], ["a"], [None]]))], "entry 2 holds a null reference"),
+        "segment without references": ([_write(tmp_path, "nor.parquet", t(references=[["a"], ["a"], []]))], "segment 1 (row 2) has no references"),
+        "non-contiguous segment": ([_write(tmp_path, "nc.parquet", t(segment_id=[0, 1, 0], references=[["a"]] * 3))], "segment 0 are not contiguous"),
+        "segment ids unknown to the reference files": ([good, "--ref-file", str(tmp_path / "r5.txt")], "segment 1 has no references"),
+        "reference files of different lengths": ([good, "--ref-file", str(tmp_path / "r2.txt"), "--ref-file", str(tmp_path / "r3.txt")], "same number of lines"),
+        "non-UTF-8 reference file": ([good, "--ref-file", str(tmp_path / "latin1.txt")], "line 1 is not valid UTF-8"),
+        "truncated parquet": ([corrupt], "not a readable parquet file"),
+        "missing file": ([tmp_path / "nope.parquet"], "no such file"),
+        "unwritable output": ([good, "-o", str(tmp_path / "no" / "dir" / "o.parquet")], "cannot write the output here"),
+        "output equals input": ([good, "-o", str(good)], "the output path is the input file"),
+        "bad weights": ([good, "--weights", "a,b"], "--weights: expected comma-separated numbers"),
+        "unknown smoothing": ([good, "--smoothing", "9"], "smoothing: compat 'sacrebleu' supports"),
+    }
+
+
+def test_bad_input_exit_2_with_message_and_no_output(tmp_path, capsys):
+    for name, (args, message) in _bad_cases(tmp_path).items():
+        out = tmp_path / "out.parquet"
+        argv = ["score"] + [str(a) for a in args] + ([] if "-o" in args else ["-o", str(out)])
+        assert main(argv) == 2, name
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, (name, err)
+        assert not out.exists(), name
+        assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p], name
+
+
+def test_unknown_option_value_exits_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["score", "--compat", "bleurt"])
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_empty_strings_are_valid_and_scored_zero(tmp_path):
+    p = _write(tmp_path, "e.parquet", pa.table({"segment_id": [0, 1], "hypothesis": ["", "a"], "references": [["a"], [""]]}))
+    assert main(["score", str(p), "-o", str(tmp_path / "o.parquet"), "-q"]) == 0
+    assert pq.read_table(tmp_path / "o.parquet")["bleu"].to_pylist() == [0.0, 0.0]
+
+
+def test_failed_job_midway_leaves_no_output(tmp_path):
+    """A null in the last rows fails after earlier batches were written: no file remains."""
+    n = 5000
+    hyps = ["a b c"] * n
+    hyps[-1] = None
+    p = _write(tmp_path, "late.parquet", pa.table({"segment_id": np.arange(n), "hypothesis": hyps,
+                                                   "references": [["a b c"]] * n}))
+    with pytest.raises(kb.InputError, match="row 4999 is null"):
+        score_parquet(p, tmp_path / "o.parquet", batch_size=100)
+    assert sorted(os.listdir(tmp_path)) == ["late.parquet"]
