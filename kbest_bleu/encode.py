@@ -46,6 +46,9 @@ def _to_arrow(values: Any, what: str) -> pa.Array:
             values = pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise InputError(f"{what}: could not read as strings or lists of strings ({exc})") from None
+        except UnicodeEncodeError as exc:
+            raise InputError(f"{what}: a string holds {exc.object[exc.start:exc.end]!r}, which is not valid "
+                             "Unicode text (a lone surrogate); decode the input properly first") from None
     return values
 
 

@@ -1,48 +1,159 @@
-"""Tokenizers over whole Arrow string columns (no per-row Python loop).
+"""Tokenizers over whole Arrow string columns (no per-row Python loop), token for token equal
+to sacrebleu 2.6.0's ``none``, ``13a``, ``intl``, ``char`` and ``zh`` (DESIGN section 5).
 
-``none`` reproduces Python's ``str.split()``: every character for which ``str.isspace()`` is
-true separates tokens and runs of them never produce empty tokens. Arrow's own
-``utf8_split_whitespace`` differs (leading/trailing blanks give empty tokens, and its
-whitespace class is not Python's), so the separators are listed explicitly here.
+Each tokenizer is a short list of RE2 rewrites run by Arrow on the whole column, followed by
+Python's ``str.split()``. sacrebleu first applies ``str.lower()`` (optional), then
+``str.rstrip()``, then the tokenizer, then ``str.split()``. Where Arrow and Python differ, the
+Python behaviour is written out explicitly:
+
+- whitespace: Python's ``str.isspace()`` set (Arrow's own whitespace class differs);
+- Unicode categories for ``intl``: taken from the ``regex`` module, as sacrebleu does (Arrow's RE2
+  tables and :mod:`unicodedata` have other Unicode versions);
+- lowercasing: ``utf8_lower`` everywhere except rows holding a character whose lowercase differs
+  between utf8proc and Python (found once by comparing every code point), plus capital sigma,
+  whose Python lowercase depends on context; those rows are lowered by ``str.lower``.
 """
 
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import regex
 
 from .errors import InputError
 
-TOKENIZERS = ("none",)
-
-# Python's whitespace, read off the running interpreter so it matches str.split() exactly.
-_PY_SPACE = "".join(chr(i) for i in range(sys.maxunicode + 1) if chr(i).isspace())
-_PY_SPACE_RUN = "[" + "".join(f"\\x{{{ord(ch):x}}}" for ch in _PY_SPACE) + "]+"
+TOKENIZERS = ("none", "13a", "intl", "char", "zh")
 
 
-def tokenize(strings: pa.Array, tokenize: str = "none", lowercase: bool = False
-             ) -> tuple[pa.Array, np.ndarray]:
-    """Split every string of an Arrow column into tokens.
+def _char_class(codepoints, negate: bool = False) -> str:
+    """An RE2 character class of the given code points, as ranges."""
+    cps = sorted(codepoints)
+    parts, i = [], 0
+    while i < len(cps):
+        j = i
+        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
+            j += 1
+        parts.append(f"\\x{{{cps[i]:x}}}" + (f"-\\x{{{cps[j]:x}}}" if j > i else ""))
+        i = j + 1
+    return "[" + ("^" if negate else "") + "".join(parts) + "]"
+
+
+_ALL = range(sys.maxunicode + 1)
+_PY_SPACE = "".join(chr(i) for i in _ALL if chr(i).isspace())
+_SPACE_RUN = _char_class(map(ord, _PY_SPACE)) + "+"
+
+
+@lru_cache(maxsize=None)
+def _category_class(prefix: str, negate: bool = False) -> str:
+    """Class of code points in Unicode general category ``prefix`` (P, S or N), read from the
+    ``regex`` module's tables: sacrebleu's ``intl`` uses them, and their Unicode version is newer
+    than :mod:`unicodedata`'s (hundreds of code points differ)."""
+    every = "".join(chr(i) for i in _ALL if not 0xD800 <= i <= 0xDFFF)
+    return _char_class({ord(c) for c in regex.findall(rf"\p{{{prefix}}}", every)}, negate)
+
+
+# sacrebleu tokenizer_re.TokenizerRegexp (13a and zh): ranges {-~ [-` space-& (-+ :-@ /
+_RE_13A = [
+    (r"([\x{7b}-\x{7e}\x{5b}-\x{60}\x{20}-\x{26}\x{28}-\x{2b}\x{3a}-\x{40}\x{2f}])", r" \1 "),
+    (r"([^0-9])([\.,])", r"\1 \2 "),  # period and comma unless preceded by a digit
+    (r"([\.,])([^0-9])", r" \1 \2"),  # period and comma unless followed by a digit
+    (r"([0-9])(-)", r"\1 \2 "),  # dash after a digit
+]
+_UNESCAPE_13A = [("<skipped>", ""), ("-\n", ""), ("\n", " "), ("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"),
+                 ("&gt;", ">")]
+
+# sacrebleu tokenizer_zh._UCODE_RANGES as Python compares them. Two of its bounds are written
+# u'\u20000' and u'\u2f800' (five hex digits), which Python reads as two characters, e.g. '\u2000'
+# + '0'; for a single character c, '\u2000'+'0' <= c holds iff c > '\u2000', and
+# c <= '\u2a6d'+'6' iff c <= '\u2a6d'. The intervals below apply exactly that (bug for bug).
+_ZH_RANGES = [(0x3400, 0x4DB5), (0x4E00, 0x9FA5), (0x9FA6, 0x9FBB), (0xF900, 0xFA2D), (0xFA30, 0xFA6A),
+              (0xFA70, 0xFAD9), (0x2001, 0x2A6D), (0x2F81, 0x2FA1), (0xFF00, 0xFFEF), (0x2E80, 0x2EFF),
+              (0x3000, 0x303F), (0x31C0, 0x31EF), (0x2F00, 0x2FDF), (0x2FF0, 0x2FFF), (0x3100, 0x312F),
+              (0x31A0, 0x31BF), (0xFE10, 0xFE1F), (0xFE30, 0xFE4F), (0x2600, 0x26FF), (0x2700, 0x27BF),
+              (0x3200, 0x32FF), (0x3300, 0x33FF)]
+_ZH_CLASS = _char_class({c for a, b in _ZH_RANGES for c in range(a, b + 1)})
+
+
+def _rewrite(strings: pa.Array, rules) -> pa.Array:
+    for pattern, repl in rules:
+        strings = pc.replace_substring_regex(strings, pattern, repl)
+    return strings
+
+
+@lru_cache(maxsize=None)
+def _lower_mismatch_class() -> str:
+    """Characters whose utf8proc lowercase differs from Python's ``str.lower`` (plus capital sigma)."""
+    chars = [chr(i) for i in _ALL if not 0xD800 <= i <= 0xDFFF]
+    arrow = pc.utf8_lower(pa.array(chars)).to_pylist()
+    bad = {ord(c) for c, a in zip(chars, arrow) if c.lower() != a}
+    return _char_class(bad | {0x03A3})
+
+
+def lowercase(strings: pa.Array) -> pa.Array:
+    """Python ``str.lower`` on a whole column: utf8proc for most rows, Python for the few rows
+    holding a character the two lowercase differently."""
+    lowered = pc.utf8_lower(strings)
+    risky = pc.match_substring_regex(strings, _lower_mismatch_class()).to_numpy(zero_copy_only=False)
+    if not risky.any():
+        return lowered
+    rows = np.flatnonzero(risky)
+    fixed = pa.array([s.lower() for s in strings.take(pa.array(rows)).to_pylist()], lowered.type)
+    values = lowered.to_pylist() if len(rows) > len(strings) // 2 else None
+    if values is not None:
+        for r, s in zip(rows, fixed.to_pylist()):
+            values[r] = s
+        return pa.array(values, lowered.type)
+    idx = np.arange(len(strings))
+    idx[rows] = len(strings) + np.arange(len(rows))
+    return pa.concat_arrays([lowered, fixed]).take(pa.array(idx))
+
+
+def normalize(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> pa.Array:
+    """sacrebleu's preprocessing and tokenizer as string rewrites: the tokens are then the
+    ``str.split()`` of each result (see :func:`tokenize`)."""
+    if tokenize not in TOKENIZERS:
+        raise InputError(f"unknown tokenizer {tokenize!r}: expected one of {', '.join(TOKENIZERS)}")
+    if lowercase_:
+        strings = lowercase(strings)
+    if tokenize == "none":
+        return strings
+    strings = pc.utf8_rtrim(strings, characters=_PY_SPACE)
+    if tokenize == "13a":
+        for old, new in _UNESCAPE_13A:
+            strings = pc.replace_substring(strings, old, new)
+        strings = pc.binary_join_element_wise(" ", strings, " ", "")
+        return _rewrite(strings, _RE_13A)
+    if tokenize == "zh":
+        strings = pc.utf8_trim(strings, characters=_PY_SPACE)
+        return _rewrite(strings, [(f"({_ZH_CLASS})", r" \1 ")] + _RE_13A)
+    if tokenize == "intl":  # mteval-v14 international rules, sacrebleu TokenizerV14International
+        not_n, p, s = _category_class("N", negate=True), _category_class("P"), _category_class("S")
+        return _rewrite(strings, [(f"({not_n})({p})", r"\1 \2 "), (f"({p})({not_n})", r" \1 \2"),
+                                  (f"({s})", r" \1 ")])
+    return pc.replace_substring_regex(strings, r"(?s)(.)", r"\1 ")  # char: every code point
+
+
+def tokenize(strings: pa.Array, tokenize: str = "none", lowercase: bool = False) -> tuple[pa.Array, np.ndarray]:
+    """Split every string of an Arrow column into sacrebleu-identical tokens.
 
     Parameters
     ----------
     strings : pyarrow string or large_string array, no nulls, length n
     tokenize : one of :data:`TOKENIZERS`
-    lowercase : lowercase before splitting
+    lowercase : lowercase first, as Python's ``str.lower``
 
     Returns
     -------
     tokens : pyarrow string array of all tokens, row after row
     offsets : int64[n + 1], the tokens of row i are ``tokens[offsets[i]:offsets[i + 1]]``
     """
-    if tokenize not in TOKENIZERS:
-        raise InputError(f"unknown tokenizer {tokenize!r}: expected one of {', '.join(TOKENIZERS)}")
-    if lowercase:
-        strings = pc.utf8_lower(strings)
-    spaced = pc.replace_substring_regex(strings, _PY_SPACE_RUN, " ")
+    if pa.types.is_large_string(strings.type):
+        strings = strings.cast(pa.string()) if strings.nbytes < 2**31 - 2**20 else strings
+    spaced = pc.replace_substring_regex(normalize(strings, tokenize, lowercase), _SPACE_RUN, " ")
     pieces = pc.split_pattern(spaced, " ")
     flat = pc.list_flatten(pieces)
     keep = pc.not_equal(pc.binary_length(flat), 0)

@@ -61,6 +61,7 @@ def test_zero_references_and_empty_strings_are_valid():
     (lambda: kb.score_kbest(["a", "b"], [["a"]], [0]), r"one segment id per hypothesis \(2\)"),
     (lambda: kb.score_kbest(["a", "b", "c"], [["x"], ["y"], ["x"]], [0, 0, 1]), "row 1 has references different"),
     (lambda: kb.score_kbest(["a"], [["a"]], tokenize="moses"), "tokenize"),
+    (lambda: kb.score_kbest(["a\ud800"], [["a"]]), "lone surrogate"),
 ])
 def test_bad_input_is_explained(call, match):
     with pytest.raises(kb.InputError, match=match):

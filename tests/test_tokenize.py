@@ -1,0 +1,120 @@
+"""Tokenizers: token for token equal to sacrebleu 2.6.0, on real data and on fuzzed Unicode."""
+
+import multiprocessing as mp
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import kbest_bleu as kb
+from kbest_bleu.tokenize import TOKENIZERS, tokenize
+from sacrebleu.metrics import BLEU
+
+CONFIGS = [(t, lc) for t in TOKENIZERS for lc in (False, True)]
+
+
+def _sacrebleu_tokens(args):
+    name, lc, texts = args
+    bleu = BLEU(tokenize=name, lowercase=lc)
+    return [bleu._preprocess_segment(s).split() for s in texts]
+
+
+def _check(texts, name, lc, want=None):
+    if want is None:
+        want = _sacrebleu_tokens((name, lc, texts))
+    toks, off = tokenize(pa.array(texts, pa.string()), name, lc)
+    toks = toks.to_pylist()
+    bad = [(texts[i], w, toks[off[i]:off[i + 1]]) for i, w in enumerate(want) if toks[off[i]:off[i + 1]] != w]
+    assert not bad, "first differing rows (text, sacrebleu, ours):\n" + "\n".join(map(repr, bad[:5]))
+
+
+# Fuzzing: the characters where tokenizers and Unicode handling go wrong.
+SPECIAL = list(" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2007\u200a\u2028\u2029\u202f\u205f\u3000"
+               "\u200b\u200c\u200d\u2060\ufeff"  # zero-width (not whitespace in Python)
+               "\u0301\u0308\u20dd"  # combining marks
+               ".,-;:!?'\"&<>/()[]{}~`@#$%^*_+=|\\0123456789"
+               "\u4e2d\u6587\u3002\uff0c\u3001\u2014\u2019\u00ab\u00bb\u00bf\u00a1"  # CJK and punctuation
+               "\u0130\u03a3\u1e9e\u00df\u2126\u212a\u0049\u0131\ufb03"  # case-mapping traps
+               "\U0001f600\U0001f44d\U0001f3fd\u2764\ufe0f\u20ac\u00a3")  # emoji, symbols
+PIECES = ["&quot;", "&amp;", "&lt;", "&gt;", "&amp;lt;", "<skipped>", "-\n", "3.14", "1,000", "2-3", "a.b",
+          "U.S.", "end.", "word"]
+text = st.lists(st.one_of(st.sampled_from(SPECIAL), st.sampled_from(PIECES), st.characters(exclude_categories=("Cs",))), max_size=40).map("".join)
+
+
+@pytest.mark.parametrize("name, lc", CONFIGS)
+@given(texts=st.lists(text, min_size=1, max_size=8))
+def test_fuzzed_unicode_equals_sacrebleu(name, lc, texts):
+    _check(texts, name, lc)
+
+
+@pytest.mark.parametrize("name, lc", CONFIGS)
+def test_empty_whitespace_and_long_lines(name, lc):
+    long = " ".join(["the", "U.S.", "3,000", "a-b", "\u4e2d\u6587", "&amp;"] * 3000)
+    _check(["", " ", "\u3000\xa0\t", "\n", long, "x" * 100000], name, lc)
+
+
+@pytest.fixture(scope="module")
+def all_real_texts(shared_data):
+    """Every hypothesis and every reference of every file in shared/data (distinct strings)."""
+    texts = set()
+    for path in sorted(shared_data.glob("*.parquet")):
+        names = pq.read_schema(path).names
+        if "hypothesis" in names:
+            t = pq.read_table(path, columns=["hypothesis", "references"])
+            texts.update(t["hypothesis"].to_pylist())
+            texts.update(pc.list_flatten(t["references"]).to_pylist())
+    texts = sorted(texts)
+    assert len(texts) > 600_000
+    return texts
+
+
+@pytest.mark.parametrize("name, lc", CONFIGS)
+def test_every_real_sentence_equals_sacrebleu(all_real_texts, name, lc):
+    chunks = np.array_split(np.arange(len(all_real_texts)), 8)
+    with mp.get_context("fork").Pool(2) as pool:
+        parts = pool.map(_sacrebleu_tokens, [(name, lc, [all_real_texts[i] for i in c]) for c in chunks])
+    _check(all_real_texts, name, lc, [w for p in parts for w in p])
+
+
+def test_wmt22_sentence_bleu_equals_official_gold(shared_data):
+    """Official WMT22 sentence BLEU (= sacrebleu 13a, exp, effective order) vs refA and refB alone."""
+    t = pq.read_table(shared_data / "wmt22_zhen_mtme.parquet")
+    refs = t["references"].to_pylist()
+    system = np.array(t["system"].to_pylist())
+    for j, ref in enumerate(["refA", "refB"]):
+        got = kb.score_kbest(t["hypothesis"], [[r[j]] for r in refs], tokenize="13a")
+        gold = t[f"gold_BLEU_{ref}"].to_numpy(zero_copy_only=False) / 100
+        # no gold for the reference scored against itself (the system named like it): 1,875 rows
+        assert len(gold) == 37500 and np.array_equal(np.isnan(gold), system == ref)
+        assert got[system == ref].min() == 1.0
+        bad = np.flatnonzero(np.abs(got - gold) > 1e-9)
+        assert bad.size == 0, [(t["hypothesis"][int(i)].as_py(), got[i], gold[i]) for i in bad[:3]]
+
+
+def test_wmt22_corpus_bleu_per_system_equals_sacrebleu(shared_data):
+    t = pq.read_table(shared_data / "wmt22_zhen_mtme.parquet", columns=["system", "hypothesis", "references"])
+    for system in sorted(set(t["system"].to_pylist()))[:8]:
+        s = t.filter(pc.equal(t["system"], system))
+        hyps, refs = s["hypothesis"].to_pylist(), s["references"].to_pylist()
+        want = BLEU(tokenize="13a").corpus_score(hyps, [list(x) for x in zip(*refs)]).score / 100
+        got = kb.corpus_bleu(hyps, refs, tokenize="13a").score
+        assert abs(got - want) <= 1e-9, system
+
+
+def test_references_are_tokenized_once_per_segment(monkeypatch):
+    from kbest_bleu import encode
+    seen = []
+    real = encode.tokenize_column
+
+    def spy(strings, *args):
+        seen.append(len(strings))
+        return real(strings, *args)
+    monkeypatch.setattr(encode, "tokenize_column", spy)
+    hyps = [f"h {i}" for i in range(300)]
+    per_row_refs = [[f"ref {i // 100} a", f"ref {i // 100} b"] for i in range(300)]
+    kb.score_kbest(hyps, per_row_refs, [i // 100 for i in range(300)], tokenize="13a")
+    assert seen == [300, 6]  # 300 hypotheses, 3 segments x 2 references
