@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InputError
+from .tokenize import lowercase as lowercase_column
+from .tokenize import normalize, split_ids
 from .tokenize import tokenize as tokenize_column
 
 
@@ -191,30 +193,39 @@ def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row
     return per_seg
 
 
-def _tokens(arr: pa.Array, tokenize: str, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
-    if _is_token_lists(arr.type):  # already tokenized by the caller
-        tokens = pc.list_flatten(arr)
-        if lowercase:
-            tokens = pc.utf8_lower(tokens)
-        offsets = np.asarray(arr.offsets, dtype=np.int64) - arr.offsets[0].as_py()
-        return tokens, offsets
-    return tokenize_column(arr, tokenize, lowercase)
+def _token_lists(arr: pa.Array, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
+    """Tokens and offsets of already tokenized input (list<string>)."""
+    tokens = pc.list_flatten(arr)
+    if lowercase:
+        tokens = lowercase_column(tokens)
+    return tokens, np.asarray(arr.offsets, dtype=np.int64) - arr.offsets[0].as_py()
 
 
 def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
            tokenize: str = "none", lowercase: bool = False) -> Encoded:
     """Tokenize and map tokens to int32 ids shared by hypotheses and references.
 
-    References are tokenized once per segment, not once per hypothesis row.
+    References are tokenized once per segment, not once per hypothesis row. Strings go through
+    one numba pass (split on Python whitespace + exact interning); pre-tokenized lists are
+    dictionary-encoded by Arrow.
     """
-    hyp_tok, hyp_ptr = _tokens(hypotheses, tokenize, lowercase)
     flat_refs = pc.list_flatten(seg_refs)
     if pa.types.is_null(flat_refs.type):
-        flat_refs = flat_refs.cast(pa.string())
-    ref_tok, ref_ptr = _tokens(flat_refs, tokenize, lowercase)
-    both = pa.concat_arrays([hyp_tok.cast(pa.large_string()), ref_tok.cast(pa.large_string())])
-    ids = both.dictionary_encode().indices.to_numpy().astype(np.int32, copy=False)
+        flat_refs = flat_refs.cast(hypotheses.type if _is_text(hypotheses.type) else pa.string())
     seg_ref_ptr = np.asarray(seg_refs.offsets, dtype=np.int64) - seg_refs.offsets[0].as_py()
-    n_h = len(hyp_tok)
-    return Encoded(np.ascontiguousarray(ids[:n_h]), hyp_ptr, np.ascontiguousarray(ids[n_h:]),
+    n_h = len(hypotheses)
+    if _is_token_lists(hypotheses.type) or _is_token_lists(flat_refs.type):
+        hyp_tok, hyp_ptr = (_token_lists(hypotheses, lowercase) if _is_token_lists(hypotheses.type)
+                            else tokenize_column(hypotheses, tokenize, lowercase))
+        ref_tok, ref_ptr = (_token_lists(flat_refs, lowercase) if _is_token_lists(flat_refs.type)
+                            else tokenize_column(flat_refs, tokenize, lowercase))
+        both = pa.concat_arrays([hyp_tok.cast(pa.large_string()), ref_tok.cast(pa.large_string())])
+        ids = both.dictionary_encode().indices.to_numpy().astype(np.int32, copy=False)
+        n_tok = len(hyp_tok)
+    else:
+        both = pa.concat_arrays([hypotheses.cast(pa.large_string()), flat_refs.cast(pa.large_string())])
+        ids, ptr, _ = split_ids(normalize(both, tokenize, lowercase))
+        n_tok = int(ptr[n_h])
+        hyp_ptr, ref_ptr = ptr[:n_h + 1], ptr[n_h:] - n_tok
+    return Encoded(np.ascontiguousarray(ids[:n_tok]), hyp_ptr, np.ascontiguousarray(ids[n_tok:]),
                    ref_ptr, np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr)

@@ -182,3 +182,163 @@ def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_ord
                        seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy,
                        matches, totals, hyp_len, ref_len)
     return matches, totals, hyp_len, ref_len
+
+
+BYTE_ORDINARY = 0
+BYTE_SPACE = 1  # an ASCII whitespace byte
+BYTE_MAY_SPACE = 2  # lead byte of a multi-byte character that may be whitespace
+
+
+@njit(cache=True, inline="always")
+def _wide_space_width(data, i, end, wide_space):
+    """Byte length of the whitespace character starting at data[i], or 0 if it is not one."""
+    b = data[i]
+    size = 2 if b < 0xE0 else (3 if b < 0xF0 else 4)
+    if i + size > end:
+        return 0
+    cp = b & (0x1F if size == 2 else (0x0F if size == 3 else 0x07))
+    for k in range(1, size):
+        cp = (cp << 6) | (data[i + k] & 0x3F)
+    for w in wide_space:
+        if cp == w:
+            return size
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _bytes_hash(data, a, b):
+    """FNV-1a over data[a:b], kept below 2**62 so JIT and plain Python agree."""
+    h = 0x4BF29CE484222325
+    for i in range(a, b):
+        h = ((h ^ int(data[i])) * 0x100000001B3) & _LOW62
+    return h
+
+
+@njit(cache=True)
+def _token_bounds(data, offsets, r0, r1, byte_class, wide_space, ptr, starts, ends, hashes):
+    """Tokens of strings r0..r1-1, split on Python whitespace.
+
+    Count mode (``starts`` empty): ptr[r + 1] = number of tokens of string r. Fill mode: the
+    tokens of string r go to positions ptr[r]..: byte bounds in starts/ends, hash in hashes.
+    ``byte_class`` (uint8[256]) marks ASCII whitespace and the lead bytes of multi-byte
+    whitespace characters; only those are decoded (in valid UTF-8 a lead byte never appears
+    inside another character).
+    """
+    fill = starts.shape[0] > 0
+    for r in range(r0, r1):
+        i, end = offsets[r], offsets[r + 1]
+        t = ptr[r] if fill else 0
+        tok_start = -1
+        while i <= end:
+            width = 1  # at the end of the string, close the open token
+            if i < end:
+                c = byte_class[data[i]]
+                width = 0
+                if c == BYTE_SPACE:
+                    width = 1
+                elif c == BYTE_MAY_SPACE:
+                    width = _wide_space_width(data, i, end, wide_space)
+            if width > 0:
+                if tok_start >= 0:
+                    if fill:
+                        starts[t] = tok_start
+                        ends[t] = i
+                        hashes[t] = _bytes_hash(data, tok_start, i)
+                    t += 1
+                    tok_start = -1
+                i += width
+            else:
+                if tok_start < 0:
+                    tok_start = i
+                i += 1
+        if not fill:
+            ptr[r + 1] = t
+
+
+@njit(cache=True)
+def _rehash(hashes, n, cap):
+    """A table of capacity ``cap`` holding ids 0..n-1 at the slots of their hashes."""
+    table = np.full(cap, -1, np.int32)
+    mask = cap - 1
+    for v in range(n):
+        s = hashes[v] & mask
+        while table[s] >= 0:
+            s = (s + 1) & mask
+        table[s] = v
+    return table
+
+
+@njit(cache=True, parallel=True)
+def _split_intern(data, offsets, byte_class, wide_space):
+    """Split UTF-8 strings on Python whitespace and give each distinct token an exact int32 id.
+
+    Parameters
+    ----------
+    data : uint8[B]            UTF-8 bytes of all strings (an Arrow string buffer)
+    offsets : int64[n+1]       string i is data[offsets[i]:offsets[i+1]]
+    byte_class : uint8[256]    BYTE_SPACE / BYTE_MAY_SPACE / BYTE_ORDINARY per byte value
+    wide_space : int64[k]      non-ASCII whitespace code points
+
+    Returns
+    -------
+    ids : int32[T]             token ids, row after row (ids in order of first appearance)
+    ptr : int64[n+1]           the tokens of string i are ids[ptr[i]:ptr[i+1]]
+    first : int64[V]           byte offset of the first occurrence of each distinct token
+    length : int64[V]          its byte length
+
+    Tokens are interned in an open-addressing table; equal hashes are confirmed byte by byte,
+    so two different tokens never share an id.
+    """
+    n = offsets.shape[0] - 1
+    n_chunks = min(n, 256)
+    cut = (np.arange(n_chunks + 1) * n) // n_chunks
+    ptr = np.zeros(n + 1, np.int64)
+    empty = np.empty(0, np.int64)
+    for c in prange(n_chunks):  # count tokens per string
+        _token_bounds(data, offsets, cut[c], cut[c + 1], byte_class, wide_space, ptr, empty, empty, empty)
+    for r in range(n):
+        ptr[r + 1] += ptr[r]
+    t = ptr[n]
+    starts = np.empty(t, np.int64)
+    ends = np.empty(t, np.int64)
+    token_hash = np.empty(t, np.int64)
+    for c in prange(n_chunks):  # bounds and hashes
+        _token_bounds(data, offsets, cut[c], cut[c + 1], byte_class, wide_space, ptr, starts, ends, token_hash)
+    # The table grows with the number of distinct tokens (small: it stays in cache), not with t.
+    cap = 1 << 12
+    table = np.full(cap, -1, np.int32)
+    hashes = np.empty(t, np.int64)  # hash of each distinct token, for rehashing
+    first = np.empty(t, np.int64)
+    length = np.empty(t, np.int64)
+    ids = np.empty(t, np.int32)
+    n_ids = 0
+    for k in range(t):
+        a, b = starts[k], ends[k]
+        h = token_hash[k]
+        mask = cap - 1
+        s = h & mask
+        while True:
+            v = table[s]
+            if v < 0:
+                table[s] = n_ids
+                hashes[n_ids] = h
+                first[n_ids] = a
+                length[n_ids] = b - a
+                ids[k] = n_ids
+                n_ids += 1
+                if 2 * n_ids > cap:
+                    cap *= 2
+                    table = _rehash(hashes, n_ids, cap)
+                break
+            if hashes[v] == h and length[v] == b - a:
+                fa = first[v]
+                same = True
+                for j in range(b - a):
+                    if data[fa + j] != data[a + j]:
+                        same = False
+                        break
+                if same:
+                    ids[k] = v
+                    break
+            s = (s + 1) & mask
+    return ids, ptr, first[:n_ids], length[:n_ids]

@@ -44,7 +44,6 @@ def _char_class(codepoints, negate: bool = False) -> str:
 
 _ALL = range(sys.maxunicode + 1)
 _PY_SPACE = "".join(chr(i) for i in _ALL if chr(i).isspace())
-_SPACE_RUN = _char_class(map(ord, _PY_SPACE)) + "+"
 
 
 @lru_cache(maxsize=None)
@@ -125,7 +124,8 @@ def normalize(strings: pa.Array, tokenize: str = "none", lowercase_: bool = Fals
     if tokenize == "13a":
         for old, new in _UNESCAPE_13A:
             strings = pc.replace_substring(strings, old, new)
-        strings = pc.binary_join_element_wise(" ", strings, " ", "")
+        blank, empty = pa.scalar(" ", strings.type), pa.scalar("", strings.type)
+        strings = pc.binary_join_element_wise(blank, strings, blank, empty)
         return _rewrite(strings, _RE_13A)
     if tokenize == "zh":
         strings = pc.utf8_trim(strings, characters=_PY_SPACE)
@@ -135,6 +135,52 @@ def normalize(strings: pa.Array, tokenize: str = "none", lowercase_: bool = Fals
         return _rewrite(strings, [(f"({not_n})({p})", r"\1 \2 "), (f"({p})({not_n})", r" \1 \2"),
                                   (f"({s})", r" \1 ")])
     return pc.replace_substring_regex(strings, r"(?s)(.)", r"\1 ")  # char: every code point
+
+
+def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(uint8 UTF-8 bytes, int64 offsets[n+1]) of an Arrow string/large_string array, zero-copy."""
+    _, off_buf, data_buf = strings.buffers()
+    off_type = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    offsets = np.frombuffer(off_buf, off_type)[strings.offset:strings.offset + len(strings) + 1].astype(np.int64)
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
+    return data, offsets
+
+
+def _byte_classes() -> tuple[np.ndarray, np.ndarray]:
+    """The whitespace tables of :func:`kbest_bleu.kernels._token_bounds`, from Python's set."""
+    from .kernels import BYTE_MAY_SPACE, BYTE_SPACE
+    classes = np.zeros(256, np.uint8)
+    wide = []
+    for ch in _PY_SPACE:
+        if ord(ch) < 128:
+            classes[ord(ch)] = BYTE_SPACE
+        else:
+            classes[ch.encode("utf-8")[0]] = BYTE_MAY_SPACE
+            wide.append(ord(ch))
+    return classes, np.array(wide, np.int64)
+
+
+_BYTE_CLASS, _WIDE_SPACE = _byte_classes()
+
+
+def split_ids(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """Python ``str.split()`` of every string, with each distinct token mapped to an exact id.
+
+    Returns ids int32[T] (row after row), ptr int64[n+1] (row i = ids[ptr[i]:ptr[i+1]]) and the
+    vocabulary (string array, token of id v at position v). Done in one numba pass over the
+    UTF-8 bytes (:func:`kbest_bleu.kernels._split_intern`).
+    """
+    from .kernels import _split_intern
+    if len(strings) == 0:
+        return np.zeros(0, np.int32), np.zeros(1, np.int64), pa.array([], pa.string())
+    data, offsets = _string_buffers(strings)
+    ids, ptr, first, length = _split_intern(data, offsets, _BYTE_CLASS, _WIDE_SPACE)
+    vocab_offsets = np.zeros(len(first) + 1, np.int64)
+    np.cumsum(length, out=vocab_offsets[1:])
+    gather = np.repeat(first - vocab_offsets[:-1], length) + np.arange(vocab_offsets[-1])
+    vocab = pa.LargeStringArray.from_buffers(len(first), pa.py_buffer(vocab_offsets),
+                                             pa.py_buffer(np.ascontiguousarray(data[gather])))
+    return ids, ptr, vocab
 
 
 def tokenize(strings: pa.Array, tokenize: str = "none", lowercase: bool = False) -> tuple[pa.Array, np.ndarray]:
@@ -151,13 +197,5 @@ def tokenize(strings: pa.Array, tokenize: str = "none", lowercase: bool = False)
     tokens : pyarrow string array of all tokens, row after row
     offsets : int64[n + 1], the tokens of row i are ``tokens[offsets[i]:offsets[i + 1]]``
     """
-    if pa.types.is_large_string(strings.type):
-        strings = strings.cast(pa.string()) if strings.nbytes < 2**31 - 2**20 else strings
-    spaced = pc.replace_substring_regex(normalize(strings, tokenize, lowercase), _SPACE_RUN, " ")
-    pieces = pc.split_pattern(spaced, " ")
-    flat = pc.list_flatten(pieces)
-    keep = pc.not_equal(pc.binary_length(flat), 0)
-    rows = pc.list_parent_indices(pieces).to_numpy()[keep.to_numpy(zero_copy_only=False)]
-    offsets = np.zeros(len(strings) + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=len(strings)), out=offsets[1:])
-    return pc.filter(flat, keep), offsets
+    ids, ptr, vocab = split_ids(normalize(strings, tokenize, lowercase))
+    return vocab.take(pa.array(ids)), ptr

@@ -118,3 +118,13 @@ def test_references_are_tokenized_once_per_segment(monkeypatch):
     per_row_refs = [[f"ref {i // 100} a", f"ref {i // 100} b"] for i in range(300)]
     kb.score_kbest(hyps, per_row_refs, [i // 100 for i in range(300)], tokenize="13a")
     assert seen == [300, 6]  # 300 hypotheses, 3 segments x 2 references
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+@pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string()])
+def test_every_tokenizer_scores_both_string_types(name, arrow_type):
+    hyps = ["The cat, sat. \u4e2d\u6587!", "a-b 3.5 &amp; x"]
+    refs = [["the cat sat \u4e2d\u6587 !"], ["a - b 3.5 & x"]]
+    got = kb.score_kbest(pa.array(hyps, arrow_type), refs, tokenize=name)
+    want = [BLEU(tokenize=name, effective_order=True).sentence_score(h, r).score / 100 for h, r in zip(hyps, refs)]
+    assert np.allclose(got, want, rtol=0, atol=1e-12)
