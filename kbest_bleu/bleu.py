@@ -49,7 +49,9 @@ def stats_order(cfg: BleuConfig) -> int:
     return max(cfg.max_order, 4) if cfg.compat == "nltk" and cfg.smoothing in (5, 7) else cfg.max_order
 
 
-def _apply(stats: BleuStats, cfg: BleuConfig, level: str):
+def score_rows(stats: BleuStats, cfg: BleuConfig, level: str):
+    """(bleu, precisions, bp) of every row of ``stats`` under ``cfg`` at ``level`` ("sentence" or
+    "corpus": decides the default effective order). float64[H], float64[H, N], float64[H]."""
     if stats.max_order < cfg.max_order:
         raise InputError(f"the statistics hold orders up to {stats.max_order} (+1) but max_order is "
                          f"{cfg.max_order}; recompute them with max_order >= {cfg.max_order}")
@@ -65,14 +67,14 @@ def sentence_scores(stats: BleuStats, config: Optional[BleuConfig] = None, **opt
     ``options`` are :class:`~kbest_bleu.config.BleuConfig` fields (compat, smoothing, ...);
     effective order defaults to on, as sacrebleu's ``sentence_bleu``.
     """
-    return _apply(stats, _config(config, options), "sentence")[0]
+    return score_rows(stats, _config(config, options), "sentence")[0]
 
 
 def corpus_score(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> BleuResult:
     """Corpus BLEU of the summed statistics (smoothing applies to the sums, as sacrebleu)."""
     cfg = _config(config, options)
     total = stats.sum()
-    bleu, p, bp = _apply(total, cfg, "corpus")
+    bleu, p, bp = score_rows(total, cfg, "corpus")
     return BleuResult(float(bleu[0]), tuple(float(x) for x in p[0]), float(bp[0]), int(total.hyp_len[0]),
                       int(total.ref_len[0]), cfg.signature("corpus"))
 

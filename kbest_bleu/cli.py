@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 from .bleu import corpus_bleu
 from .config import COMPATS, BleuConfig
 from .errors import InputError
-from .io import Columns, ReferenceTable, read_lines, score_parquet
+from .io import COMPRESSIONS, Columns, ReferenceTable, read_lines, score_parquet
 from .nbest import export_moses, read_nbest, write_nbest
-from .stats import REF_LENGTH_POLICIES
+from .stats import REF_LENGTH_POLICIES, ngram_stats
 from .tokenize import TOKENIZERS
 
 SAMPLE = Path(__file__).parent / "data" / "moses_100best_sample.parquet"
@@ -78,7 +78,7 @@ def _cmd_score(a: argparse.Namespace) -> int:
     elif a.ref_file:
         refs = ReferenceTable.from_text_files(a.ref_file)
     summary = score_parquet(src, a.output, cfg, columns=columns, references=refs, stats=a.stats,
-                            batch_size=a.batch_size, quiet=a.quiet)
+                            batch_size=a.batch_size, quiet=a.quiet, compression=a.compression)
     print(json.dumps(summary.to_dict(), indent=1) if a.json else summary)
     if a.output:
         print(f"wrote {a.output}", file=sys.stderr)
@@ -118,6 +118,58 @@ def _cmd_export(a: argparse.Namespace) -> int:
     return 0
 
 
+def _markdown(header: Sequence[str], rows: list) -> str:
+    fmt = lambda v: "—" if isinstance(v, float) and v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))  # noqa: E731
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows])
+
+
+def _cmd_metaeval(a: argparse.Namespace) -> int:
+    from .metaeval import mqm_table, wmt12_table
+    data = Path(a.data)
+    cfg = BleuConfig(tokenize=a.tokenize, lowercase=a.lowercase)
+    need = ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"] if a.dataset == "wmt12" else ["wmt22_zhen_mtme.parquet"]
+    for name in need:
+        if not (data / name).exists():
+            raise InputError(f"{data / name}: not found; expected the shared data directory (--data)")
+    if a.dataset == "wmt12":
+        seg, pairs = (pq.read_table(data / n) for n in need)
+        for title, lps in (("into English", ["cs-en", "de-en", "es-en", "fr-en"]),
+                           ("out of English", ["en-cs", "en-de", "en-es", "en-fr"])):
+            print(f"\nWMT12 newstest2012, {title} ({', '.join(lps)}; mean over pairs), {cfg.signature()}\n")
+            print(_markdown(["BLEU", "seg tau", "sys Pearson", "sys Spearman"],
+                            wmt12_table(seg, pairs, lps, cfg, a.tau_variant)))
+    else:
+        print(f"\nWMT22 zh-en, MQM, {cfg.signature()}\n")
+        print(_markdown(["BLEU", "seg tau-b", "seg Pearson", "sys Pearson", "sys Spearman"],
+                        mqm_table(pq.read_table(data / need[0]), cfg)))
+    return 0
+
+
+def _cmd_paired(a: argparse.Namespace) -> int:
+    from .significance import approximate_randomization, paired_bootstrap
+    cfg = _config(a)
+    streams = [read_lines(r) for r in a.refs]
+    refs = [list(r) for r in zip(*streams)]
+    systems = [read_lines(p) for p in [a.baseline] + a.systems]
+    for path, lines in zip([a.baseline] + a.systems + a.refs, systems + streams):
+        if len(lines) != len(refs):
+            raise InputError(f"{path}: {len(lines)} lines; expected {len(refs)} like the references")
+    stats = [ngram_stats(h, refs, max_order=cfg.max_order, ref_length=cfg.ref_length, tokenize=cfg.tokenize,
+                         lowercase=cfg.lowercase) for h in systems]
+    test = paired_bootstrap if a.test == "bs" else approximate_randomization
+    n = a.n_samples or (1000 if a.test == "bs" else 10000)
+    rows = []
+    for path, st in zip(a.systems, stats[1:]):
+        r = test(stats[0], st, cfg, n, a.seed)
+        rows.append((path, 100 * r.score, r.p_value, 100 * r.mean, 100 * r.ci))
+    base = test(stats[0], stats[0], cfg, 1, a.seed)
+    print(f"baseline {a.baseline}: BLEU {100 * base.score:.2f}; test {a.test}, {n} samples, seed {a.seed}; "
+          f"{cfg.signature('corpus')}")
+    print(_markdown(["system", "BLEU", "p-value", "bootstrap mean", "95% CI +-"], rows))
+    return 0
+
+
 def _columns_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hyp-col", default="hypothesis", help="string column of hypotheses")
     p.add_argument("--ref-col", default="references", help="list<string> column of references")
@@ -137,6 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref-file", action="append", help="plain-text reference file, line i = segment i (repeatable)")
     p.add_argument("--stats", action="store_true", help="add m1..mN t1..tN hyp_len ref_len columns")
     p.add_argument("--batch-size", type=int, default=65536, help="rows per record batch (bounds memory)")
+    p.add_argument("--compression", default="zstd", choices=COMPRESSIONS,
+                   help="parquet codec of the output (zstd: smallest; snappy: fastest)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _scoring_options(p)
@@ -162,6 +216,26 @@ def build_parser() -> argparse.ArgumentParser:
     _columns_options(p)
     _scoring_options(p)
     p.set_defaults(func=_cmd_export, compat="moses")
+
+    p = sub.add_parser("metaeval", help="correlation with human judgments: the seed paper's tables")
+    p.add_argument("dataset", choices=["wmt12", "mqm"], help="wmt12: Tables 2/3 layout; mqm: WMT22 zh-en MQM")
+    p.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data"),
+                   help="directory with the shared parquet files")
+    p.add_argument("--tau-variant", choices=["seed", "wmt12"], default="seed",
+                   help="metric ties: half concordant (seed paper) or discordant (WMT12 official)")
+    p.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="13a")
+    p.add_argument("-lc", "--lowercase", action="store_true")
+    p.set_defaults(func=_cmd_metaeval)
+
+    p = sub.add_parser("paired", help="paired significance test of systems against a baseline (text files)")
+    p.add_argument("baseline")
+    p.add_argument("systems", nargs="+")
+    p.add_argument("-r", "--refs", nargs="+", required=True, help="reference files, one per stream")
+    p.add_argument("--test", choices=["bs", "ar"], default="bs", help="paired bootstrap or approximate randomization")
+    p.add_argument("--n-samples", type=int, default=0, help="default: 1000 (bs), 10000 (ar)")
+    p.add_argument("--seed", type=int, default=12345)
+    _scoring_options(p)
+    p.set_defaults(func=_cmd_paired)
     return parser
 
 

@@ -27,6 +27,7 @@ from .encode import (check_contiguous, encode, hypotheses_array, key_labels, ref
 from .errors import InputError
 from .stats import BleuStats, segment_argmax, stats_from_encoded
 
+COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
 META_SIGNATURE = b"kbest_bleu.signature"
 META_OPTIONS = b"kbest_bleu.options"
 
@@ -312,18 +313,20 @@ def _open_parquet(path: Path) -> pq.ParquetFile:
 
 def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.PathLike]", config: Optional[BleuConfig] = None, *,
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
-                  batch_size: int = 65536, quiet: bool = True,
+                  batch_size: int = 65536, quiet: bool = True, compression: str = "zstd",
                   on_batch: Optional[Callable[[int], None]] = None) -> Summary:
     """Score a parquet K-best file into a new parquet file, streaming batch by batch.
 
     The output is written to a temporary file beside ``out_path`` and renamed only when the job
     succeeds: a failed or interrupted job leaves no output file behind. ``out_path=None`` scores
-    without writing (the summary only).
+    without writing (the summary only). ``compression``: parquet codec (zstd, snappy, lz4, none).
     """
     cfg = config or BleuConfig()
     src = Path(in_path)
     if batch_size < 1:
         raise InputError(f"batch size: expected a positive number of rows, found {batch_size}")
+    if compression not in COMPRESSIONS:
+        raise InputError(f"compression: expected one of {', '.join(COMPRESSIONS)}, found {compression!r}")
     if out_path is None:
         dst, tmp, sink = None, None, open(os.devnull, "wb")
     else:
@@ -349,14 +352,14 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
                 for out in score_batches(_guard_reads(batches, src), cfg, columns=columns, references=references,
                                          stats=stats, tally=tally, source=str(src)):
                     if writer is None:
-                        writer = pq.ParquetWriter(sink, out.schema, compression="zstd")
+                        writer = pq.ParquetWriter(sink, out.schema, compression=compression)
                     writer.write_batch(out)
                     progress.update(out.num_rows)
                     if on_batch:
                         on_batch(out.num_rows)
                 if writer is None:  # empty input: an empty table with the output schema
                     schema = output_schema(pf.schema_arrow, cfg, stats)
-                    writer = pq.ParquetWriter(sink, schema, compression="zstd")
+                    writer = pq.ParquetWriter(sink, schema, compression=compression)
             finally:
                 if writer is not None:
                     writer.close()

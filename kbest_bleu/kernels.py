@@ -342,3 +342,74 @@ def _split_intern(data, offsets, byte_class, wide_space):
                     break
             s = (s + 1) & mask
     return ids, ptr, first[:n_ids], length[:n_ids]
+
+
+@njit(cache=True)
+def _tie_pairs(sorted_values):
+    """sum over runs of equal values of t(t-1)/2 (``sorted_values`` sorted)."""
+    total = 0
+    run = 1
+    for i in range(1, sorted_values.shape[0] + 1):
+        if i < sorted_values.shape[0] and sorted_values[i] == sorted_values[i - 1]:
+            run += 1
+        else:
+            total += run * (run - 1) // 2
+            run = 1
+    return total
+
+
+@njit(cache=True)
+def _merge_sort_swaps(y):
+    """Sort y (float64[n], in place) bottom-up and return the number of inversions."""
+    n = y.shape[0]
+    buf = np.empty_like(y)
+    swaps = 0
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if y[j] < y[i]:
+                    buf[k] = y[j]
+                    swaps += mid - i
+                    j += 1
+                else:
+                    buf[k] = y[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                buf[k] = y[i]
+                i += 1
+                k += 1
+            while j < hi:
+                buf[k] = y[j]
+                j += 1
+                k += 1
+        y[:] = buf
+        width *= 2
+    return swaps
+
+
+@njit(cache=True)
+def _kendall_tau_b(xs, ys):
+    """Kendall's tau-b in O(n log n) (Knight 1966) of pairs sorted by (x, y): float64[n] each,
+    no NaN. ``ys`` is sorted in place (merge sort counting the discordant pairs)."""
+    n = xs.shape[0]
+    n0 = n * (n - 1) // 2
+    n1 = _tie_pairs(xs)
+    n3 = 0  # pairs tied in both x and y
+    run = 1
+    for i in range(1, n + 1):
+        if i < n and xs[i] == xs[i - 1] and ys[i] == ys[i - 1]:
+            run += 1
+        else:
+            n3 += run * (run - 1) // 2
+            run = 1
+    swaps = _merge_sort_swaps(ys)
+    n2 = _tie_pairs(ys)
+    denom = np.sqrt(float(n0 - n1) * float(n0 - n2))
+    if denom == 0:
+        return np.nan
+    return (n0 - n1 - n2 + n3 - 2 * swaps) / denom

@@ -1,0 +1,214 @@
+"""Metric research: correlation of BLEU variants with human judgments.
+
+Segment level from pairwise human judgments (Kendall tau as the seed paper defines it, and the
+WMT12 official variant), segment level against absolute human scores (Kendall tau-b, Pearson),
+system level (Pearson, Spearman) with the system score either corpus BLEU ("crp") or the
+reference-length-weighted mean of sentence BLEU (seed paper Eq. 13).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .bleu import corpus_score, document_score, sentence_scores, stats_order
+from .config import BleuConfig
+from .errors import InputError
+from .kernels import _kendall_tau_b
+from .stats import BleuStats, ngram_stats
+
+TAU_VARIANTS = ("seed", "wmt12")
+
+
+def kendall_tau_pairs(better: np.ndarray, worse: np.ndarray, variant: str = "seed") -> float:
+    """Segment-level Kendall tau from human pairwise preferences (human ties already removed).
+
+    ``better[i]``, ``worse[i]``: metric scores of the hypothesis humans preferred and of the other
+    one, float[P]. Concordant: better > worse; discordant: better < worse. Metric ties count half
+    concordant, half discordant in the seed paper (Chen & Cherry 2014, section 4; WMT13-14), and
+    as discordant in the WMT12 official variant. tau = (C - D) / (C + D).
+    """
+    if variant not in TAU_VARIANTS:
+        raise InputError(f"variant: expected one of {', '.join(TAU_VARIANTS)}, found {variant!r}")
+    better, worse = np.asarray(better, float), np.asarray(worse, float)
+    if better.shape != worse.shape or better.size == 0:
+        raise InputError(f"kendall_tau_pairs: expected two equally long non-empty arrays, found {better.shape}, {worse.shape}")
+    conc = float((better > worse).sum())
+    disc = float((better < worse).sum())
+    ties = better.size - conc - disc
+    if variant == "seed":
+        conc, disc = conc + ties / 2, disc + ties / 2
+    else:
+        disc += ties
+    return (conc - disc) / (conc + disc)
+
+
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b (ties in either variable adjusted), O(n log n); NaN when undefined."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise InputError(f"kendall_tau_b: expected two 1-d arrays of equal length, found {x.shape}, {y.shape}")
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise InputError("kendall_tau_b: NaN in the input; drop unrated items first")
+    if x.size < 2:
+        return float("nan")
+    order = np.lexsort((y, x))
+    return float(_kendall_tau_b(x[order], y[order]))
+
+
+def rankdata(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties get their average rank (as scipy.stats.rankdata 'average')."""
+    x = np.asarray(x, np.float64)
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(xs)) + 1]
+    ends = np.r_[starts[1:], len(x)]
+    avg = (starts + ends + 1) / 2.0  # mean of 1-based ranks starts+1 .. ends
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat(avg, ends - starts)
+    return ranks
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    xc, yc = x - x.mean(), y - y.mean()
+    den = np.sqrt((xc * xc).sum() * (yc * yc).sum())
+    return float((xc * yc).sum() / den) if den > 0 else float("nan")
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    return pearson(rankdata(x), rankdata(y))
+
+
+def _lookup(keys: pa.Table, query: pa.Table, names: Sequence[str], what: str) -> np.ndarray:
+    """Row index in ``keys`` of each row of ``query`` (equal on ``names``); every row must exist."""
+    left = query.select(list(names)).append_column("_q", pa.array(np.arange(query.num_rows)))
+    right = keys.select(list(names)).append_column("_k", pa.array(np.arange(keys.num_rows)))
+    joined = left.join(right, list(names), join_type="left outer")
+    q = joined["_q"].to_numpy()
+    k = joined["_k"].to_numpy(zero_copy_only=False)
+    if joined.num_rows != query.num_rows or np.isnan(k.astype(float)).any():
+        missing = int(q[np.isnan(k.astype(float))][0]) if np.isnan(k.astype(float)).any() else 0
+        raise InputError(f"{what}: no (unique) score for {query.slice(missing, 1).to_pylist()[0]}")
+    out = np.empty(query.num_rows, np.int64)
+    out[q] = k.astype(np.int64)
+    return out
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A system x segment table scored once: statistics per row, and the row order."""
+
+    table: pa.Table  # lp, segment_id, system, ... sorted by (lp, segment_id, system)
+    stats: BleuStats
+
+
+def score_systems(table: pa.Table, config: BleuConfig) -> Scored:
+    """Statistics of every (lp, segment_id, system) row; all systems of a segment form one list."""
+    t = table.take(pc.sort_indices(table, [("lp", "ascending"), ("segment_id", "ascending"), ("system", "ascending")]))
+    seg = pc.add(pc.multiply(pc.dictionary_encode(t["lp"]).combine_chunks().indices.cast(pa.int64()), 10_000_000),
+                 t["segment_id"])
+    stats = ngram_stats(t["hypothesis"], t["references"], seg, max_order=stats_order(config),
+                        ref_length=config.ref_length, tokenize=config.tokenize, lowercase=config.lowercase)
+    return Scored(t, stats)
+
+
+def system_scores(scored: Scored, config: BleuConfig, level: str) -> tuple[pa.Table, np.ndarray]:
+    """Per (lp, system): corpus BLEU (``level="crp"``) or document-level BLEU of sentence scores
+    (``level="doc"``, seed paper Eq. 13). Returns the (lp, system) table and float64[G]."""
+    lp, system = (scored.table[c].cast(pa.large_string()) for c in ("lp", "system"))
+    key = pc.binary_join_element_wise(lp, system, pa.scalar("\x1f", pa.large_string()))
+    enc = pc.dictionary_encode(key).combine_chunks()
+    labels = enc.indices.to_numpy()
+    order = np.argsort(labels, kind="stable")
+    ptr = np.r_[0, np.cumsum(np.bincount(labels, minlength=len(enc.dictionary)))]
+    stats = scored.stats[order]
+    systems = scored.table.take(pa.array(order[ptr[:-1]])).select(["lp", "system"])
+    if level == "crp":
+        per = stats.sum_by(ptr)
+        values = np.array([corpus_score(per[g], config).score for g in range(len(per))])
+    else:
+        values = document_score(stats, ptr, config)
+    return systems, values
+
+
+def human_system_scores(pairs: pa.Table) -> pa.Table:
+    """WMT12 system score from pairwise judgments: wins / (wins + losses), human ties excluded."""
+    better = pairs.select(["lp", "better_system"]).rename_columns(["lp", "system"])
+    worse = pairs.select(["lp", "worse_system"]).rename_columns(["lp", "system"])
+    both = pa.concat_tables([better.append_column("win", pa.array(np.ones(pairs.num_rows))),
+                             worse.append_column("win", pa.array(np.zeros(pairs.num_rows)))])
+    agg = both.group_by(["lp", "system"]).aggregate([("win", "mean")])
+    return agg.rename_columns(["lp", "system", "human"])
+
+
+SMOOTHING_ROWS = ("crp", 0, 1, 2, 3, 4, 5, 6, 7)
+
+
+def wmt12_table(segments: pa.Table, pairs: pa.Table, lps: Sequence[str], config: Optional[BleuConfig] = None,
+                variant: str = "seed") -> list:
+    """The seed paper's Table 2/3 layout on WMT12: rows crp and smoothing 0-7, columns segment-level
+    Kendall tau (from human pairwise rankings), system-level Pearson and Spearman (system score:
+    corpus BLEU for crp, Eq. 13 document BLEU of the smoothed sentence BLEU otherwise), each
+    averaged over the language pairs ``lps``. Returns [(row, seg_tau, sys_pearson, sys_spearman)].
+    """
+    cfg = config or BleuConfig(tokenize="13a")
+    segments = segments.filter(pc.is_in(segments["lp"], pa.array(list(lps))))
+    pairs = pairs.filter(pc.is_in(pairs["lp"], pa.array(list(lps))))
+    scored = score_systems(segments, cfg)
+    names = ["lp", "segment_id", "system"]
+    rows_b = _lookup(scored.table, pairs.select(["lp", "segment_id", "better_system"]).rename_columns(names),
+                     names, "better_system")
+    rows_w = _lookup(scored.table, pairs.select(["lp", "segment_id", "worse_system"]).rename_columns(names),
+                     names, "worse_system")
+    pair_lp = pairs["lp"].to_numpy(zero_copy_only=False)
+    human = human_system_scores(pairs)
+    out = []
+    for row in SMOOTHING_ROWS:
+        rcfg = BleuConfig.make(cfg, smoothing=3 if row == "crp" else row)
+        systems, values = system_scores(scored, rcfg, "crp" if row == "crp" else "doc")
+        h = human.join(systems.append_column("metric", pa.array(values)), ["lp", "system"], join_type="inner")
+        sys_p = np.mean([pearson(*_xy(h, lp)) for lp in lps])
+        sys_s = np.mean([spearman(*_xy(h, lp)) for lp in lps])
+        seg_tau = float("nan")
+        if row != "crp":
+            sent = sentence_scores(scored.stats, rcfg)
+            seg_tau = np.mean([kendall_tau_pairs(sent[rows_b[pair_lp == lp]], sent[rows_w[pair_lp == lp]], variant)
+                               for lp in lps])
+        out.append((row, float(seg_tau), float(sys_p), float(sys_s)))
+    return out
+
+
+def _xy(h: pa.Table, lp: str) -> tuple[np.ndarray, np.ndarray]:
+    sub = h.filter(pc.equal(h["lp"], lp))
+    return sub["metric"].to_numpy(), sub["human"].to_numpy()
+
+
+def mqm_table(table: pa.Table, config: Optional[BleuConfig] = None, human: str = "human_mqm") -> list:
+    """Correlation with absolute human scores (WMT22 zh-en MQM): segment-level Kendall tau-b and
+    Pearson over all rated (system, segment) items, system-level Pearson and Spearman against the
+    mean human score. Reference "systems" (``is_reference``) are left out.
+    Returns [(row, seg_tau_b, seg_pearson, sys_pearson, sys_spearman)]."""
+    cfg = config or BleuConfig(tokenize="13a")
+    t = table.filter(pc.invert(table["is_reference"])) if "is_reference" in table.column_names else table
+    scored = score_systems(t, cfg)
+    hum = scored.table[human].to_numpy(zero_copy_only=False).astype(float)
+    rated = ~np.isnan(hum)
+    hum_sys = scored.table.filter(pa.array(rated)).group_by(["lp", "system"]).aggregate([(human, "mean")])
+    hum_sys = hum_sys.rename_columns(["lp", "system", "human"])
+    out = []
+    for row in SMOOTHING_ROWS:
+        rcfg = BleuConfig.make(cfg, smoothing=3 if row == "crp" else row)
+        systems, values = system_scores(scored, rcfg, "crp" if row == "crp" else "doc")
+        h = hum_sys.join(systems.append_column("metric", pa.array(values)), ["lp", "system"], join_type="inner")
+        x, y = h["metric"].to_numpy(), h["human"].to_numpy()
+        seg_tau = seg_r = float("nan")
+        if row != "crp":
+            sent = sentence_scores(scored.stats, rcfg)
+            seg_tau, seg_r = kendall_tau_b(sent[rated], hum[rated]), pearson(sent[rated], hum[rated])
+        out.append((row, seg_tau, seg_r, pearson(x, y), spearman(x, y)))
+    return out
