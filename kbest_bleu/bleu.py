@@ -7,9 +7,11 @@ All scores are on the 0-1 scale.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+import numba
 import numpy as np
 
 from .config import BleuConfig
@@ -49,16 +51,31 @@ def stats_order(cfg: BleuConfig) -> int:
     return max(cfg.max_order, 4) if cfg.compat == "nltk" and cfg.smoothing in (5, 7) else cfg.max_order
 
 
+_CHUNK_ROWS = 32768  # smoothing runs on row chunks in threads (numpy releases the GIL)
+
+
 def score_rows(stats: BleuStats, cfg: BleuConfig, level: str):
     """(bleu, precisions, bp) of every row of ``stats`` under ``cfg`` at ``level`` ("sentence" or
-    "corpus": decides the default effective order). float64[H], float64[H, N], float64[H]."""
+    "corpus": decides the default effective order). float64[H], float64[H, N], float64[H].
+
+    Rows are independent, so large inputs are cut into chunks scored on numba's thread count.
+    """
     if stats.max_order < cfg.max_order:
         raise InputError(f"the statistics hold orders up to {stats.max_order} (+1) but max_order is "
                          f"{cfg.max_order}; recompute them with max_order >= {cfg.max_order}")
-    m = stats.matches.astype(np.float64)
-    l = stats.totals.astype(np.float64)
-    return PRESETS[cfg.compat](m, l, stats.hyp_len.astype(np.float64), stats.ref_len.astype(np.float64),
-                               cfg, cfg.effective(level))
+    preset, eff = PRESETS[cfg.compat], cfg.effective(level)
+
+    def run(part: BleuStats):
+        return preset(part.matches.astype(np.float64), part.totals.astype(np.float64),
+                      part.hyp_len.astype(np.float64), part.ref_len.astype(np.float64), cfg, eff)
+
+    n_threads = numba.get_num_threads()
+    if len(stats) < 2 * _CHUNK_ROWS or n_threads == 1:
+        return run(stats)
+    size = max(_CHUNK_ROWS, -(-len(stats) // n_threads))
+    with ThreadPoolExecutor(n_threads) as pool:
+        parts = list(pool.map(lambda a: run(stats[a:a + size]), range(0, len(stats), size)))
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
 
 def sentence_scores(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> np.ndarray:

@@ -24,15 +24,9 @@ REF_AVERAGE = 2
 
 
 @njit(cache=True, inline="always")
-def _slot(key, mask):
-    """Mix the 64-bit key (splitmix-like) and reduce it to a table slot."""
-    h = int(key)
-    h = h ^ (h >> 31)
-    h = (h * 0x7FB5D329728EA185) & _LOW62
-    h = h ^ (h >> 27)
-    h = (h * 0x2545F4914F6CDD1D) & _LOW62
-    h = h ^ (h >> 29)
-    return h & mask
+def _slot(key, shift):
+    """Multiplicative hashing: the top bits of the (62-bit) product pick the table slot."""
+    return ((int(key) * 0x5851F42D4C957F2D) & _LOW62) >> shift
 
 
 @njit(cache=True)
@@ -84,6 +78,7 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
         max_ref = max(max_ref, ln)
     cap = _table_capacity(n_ref_ngrams)
     mask = cap - 1
+    shift = 62 - int(np.log2(cap))
     keys = np.full(cap, _EMPTY, np.int64)
     node = np.zeros(cap, np.int32)
     maxref = np.zeros(n_ref_ngrams + 1, np.int32)
@@ -100,7 +95,7 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
             parent = 0
             for n in range(min(n_orders, b - i)):
                 key = (np.int64(parent) << 32) | np.int64(ref_tok[i + n])
-                s = _slot(key, mask)
+                s = _slot(key, shift)
                 while keys[s] != _EMPTY and keys[s] != key:
                     s = (s + 1) & mask
                 if keys[s] == _EMPTY:
@@ -133,7 +128,7 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
             parent = 0
             for n in range(min(n_orders, b - i)):
                 key = (np.int64(parent) << 32) | np.int64(tok[i + n])
-                s = _slot(key, mask)
+                s = _slot(key, shift)
                 while keys[s] != _EMPTY and keys[s] != key:
                     s = (s + 1) & mask
                 if keys[s] == _EMPTY:

@@ -36,18 +36,18 @@ def _geometric(p: np.ndarray, include: np.ndarray, w: np.ndarray, renormalize: b
     """exp(sum over included orders of w_n log p_n); 0 when an included p_n is 0.
 
     With ``renormalize`` the weights of the included orders are rescaled to sum to 1
-    (sacrebleu's effective order divides by the number of orders kept).
+    (sacrebleu's effective order divides by the number of orders kept). An included zero
+    precision gives log 0 = -inf and exp(-inf) = 0; excluded orders contribute w = 0 times log 1.
     """
     wi = np.where(include, w, 0.0)
     if renormalize:
         wi = _div(wi, wi.sum(1, keepdims=True))
     with np.errstate(divide="ignore"):
-        logp = np.log(np.where(include, p, 1.0))
-    zero = (include & (p <= 0) & (wi > 0)).any(1)
-    return np.where(zero, 0.0, np.exp(np.where(include & (wi > 0), wi * logp, 0.0).sum(1)))
+        logp = np.log(np.where(wi > 0, p, 1.0))
+    return np.exp(np.einsum("ij,ij->i", wi, logp))
 
 
-def _nist_geometric(zero: np.ndarray, base: np.ndarray) -> np.ndarray:
+def _nist_geometric(zero: np.ndarray, base) -> np.ndarray:
     """1 / base^k for the k-th zero-match order (k = 1, 2, ... over orders where ``zero``)."""
     return 1.0 / base ** np.cumsum(zero, axis=1)
 
