@@ -62,8 +62,9 @@ def _ref_length(hyp_len, ref_lens, policy):
 
 @njit(cache=True)
 def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, policy,
-                   matches, totals, hyp_len, ref_len):
-    """Statistics of hypotheses h0..h1-1 against references r0..r1-1 (one segment).
+                   matches, totals, hyp_len, ref_len, out0):
+    """Statistics of hypotheses h0..h1-1 against references r0..r1-1 (one segment), written to
+    output rows out0.. (out0 = h0 for one row per hypothesis).
 
     Builds the reference n-gram trie once: ``keys`` holds packed (parent, token) pairs,
     ``node`` the node id of each slot, ``maxref[id]`` the clip count (max over references).
@@ -117,10 +118,11 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
     for h in range(h0, h1):
         a, b = hyp_ptr[h], hyp_ptr[h + 1]
         c = b - a
-        hyp_len[h] = c
-        ref_len[h] = _ref_length(c, ref_lens, policy)
+        row = out0 + h - h0
+        hyp_len[row] = c
+        ref_len[row] = _ref_length(c, ref_lens, policy)
         for n in range(n_orders):
-            totals[h, n] = max(0, c - n)
+            totals[row, n] = max(0, c - n)
         if n_nodes == 0:
             continue
         n_touched = 0
@@ -139,7 +141,7 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
                     n_touched += 1
                 count[v] += 1
                 if count[v] <= maxref[v]:
-                    matches[h, n] += 1
+                    matches[row, n] += 1
                 parent = v
         for t in range(n_touched):
             count[touched[t]] = 0
@@ -175,7 +177,7 @@ def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_ord
     for s in prange(seg_hyp_ptr.shape[0] - 1):
         _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
                        seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy,
-                       matches, totals, hyp_len, ref_len)
+                       matches, totals, hyp_len, ref_len, seg_hyp_ptr[s])
     return matches, totals, hyp_len, ref_len
 
 
@@ -408,3 +410,132 @@ def _kendall_tau_b(xs, ys):
     if denom == 0:
         return np.nan
     return (n0 - n1 - n2 + n3 - 2 * swaps) / denom
+
+
+@njit(cache=True)
+def _background_bleu_row(stats9, bg, n):
+    """Moses kbmira sentenceLevelBackgroundBleu: BLEU(stats + bg) x (reference length of the sum)."""
+    s = 0.0
+    for j in range(n):
+        s += np.log(stats9[2 * j] + bg[2 * j]) - np.log(stats9[2 * j + 1] + bg[2 * j + 1])
+    s /= n
+    c, r = stats9[1] + bg[1], stats9[2 * n] + bg[2 * n]
+    brevity = 1.0 - r / c
+    if brevity < 0:
+        s += brevity
+    return np.exp(s) * r
+
+
+@njit(cache=True, parallel=True)
+def _background_bleu(stats9, bg, n):
+    """_background_bleu_row of every row: float64[H]."""
+    out = np.empty(stats9.shape[0])
+    for h in prange(stats9.shape[0]):
+        out[h] = _background_bleu_row(stats9[h], bg, n)
+    return out
+
+
+@njit(cache=True)
+def _mira_epoch(features, stats9, seg_ptr, order, w, w_sum, n_sum, bg, c_max, decay, n):
+    """One epoch of k-best batch MIRA (Cherry & Foster 2012, Moses kbmira), in place.
+
+    For each segment (in ``order``): hope = argmax(model + bgBLEU), fear = argmax(model -
+    bgBLEU), model = argmax(model); if the hope/fear margin is violated, w += eta (f_hope -
+    f_fear) with eta = min(C, loss / ||f_hope - f_fear||^2); bg = decay * (bg + stats of the
+    model's choice); w_sum accumulates w after every segment for the averaged weights.
+    """
+    n_feat = features.shape[1]
+    for s in order:
+        a, b = seg_ptr[s], seg_ptr[s + 1]
+        hope, fear, best = a, a, a
+        hope_v, fear_v, best_v = -np.inf, -np.inf, -np.inf
+        hope_b, fear_b = 0.0, 0.0
+        for h in range(a, b):
+            score = 0.0
+            for k in range(n_feat):
+                score += w[k] * features[h, k]
+            bleu = _background_bleu_row(stats9[h], bg, n)
+            if score + bleu > hope_v:
+                hope_v, hope, hope_b = score + bleu, h, bleu
+            if score - bleu > fear_v:
+                fear_v, fear, fear_b = score - bleu, h, bleu
+            if score > best_v:
+                best_v, best = score, h
+        if hope != fear:
+            margin = 0.0
+            norm = 0.0
+            for k in range(n_feat):
+                d = features[hope, k] - features[fear, k]
+                margin += w[k] * d
+                norm += d * d
+            loss = (hope_b - fear_b) - margin
+            if loss > 0 and norm > 0:
+                eta = min(c_max, loss / norm)
+                for k in range(n_feat):
+                    w[k] += eta * (features[hope, k] - features[fear, k])
+        for k in range(bg.shape[0]):
+            bg[k] = decay * (bg[k] + stats9[best, k])
+        for k in range(n_feat):
+            w_sum[k] += w[k]
+        n_sum[0] += 1
+
+
+@njit(cache=True)
+def _greedy_oracle(stats9, seg_ptr, choice, n, max_passes):
+    """Greedy corpus-level oracle (coordinate ascent): segment after segment, pick the
+    hypothesis that maximizes the (unsmoothed) corpus log BLEU of the selection; repeat
+    passes until nothing changes. ``choice`` (int64[S], row per segment) is updated in place."""
+    n_seg = seg_ptr.shape[0] - 1
+    total = np.zeros(stats9.shape[1])
+    for s in range(n_seg):
+        total += stats9[choice[s]]
+    for _ in range(max_passes):
+        changed = False
+        for s in range(n_seg):
+            total -= stats9[choice[s]]
+            best, best_v = choice[s], -np.inf
+            for h in range(seg_ptr[s], seg_ptr[s + 1]):
+                v = _log_corpus_bleu(total + stats9[h], n)
+                if v > best_v + 1e-12:
+                    best_v, best = v, h
+            if best != choice[s]:
+                changed = True
+                choice[s] = best
+            total += stats9[choice[s]]
+        if not changed:
+            break
+
+
+@njit(cache=True)
+def _log_corpus_bleu(stats9, n):
+    """log of unsmoothed corpus BLEU (-inf when an order has no match)."""
+    s = 0.0
+    for j in range(n):
+        if stats9[2 * j] <= 0 or stats9[2 * j + 1] <= 0:
+            return -np.inf
+        s += np.log(stats9[2 * j]) - np.log(stats9[2 * j + 1])
+    s /= n
+    c, r = stats9[1], stats9[2 * n]
+    if c < r:
+        s += 1.0 - r / c
+    return s
+
+
+@njit(cache=True, parallel=True)
+def _pair_stats(tok, hyp_ptr, seg_ptr, out_ptr, n_orders):
+    """Statistics of every hypothesis against every hypothesis of its segment as the only
+    reference (MBR / consensus). Segment s has K = seg_ptr[s+1] - seg_ptr[s] hypotheses; its
+    K*K output rows start at out_ptr[s], row out_ptr[s] + j*K + i = hypothesis i vs reference j.
+    Returns matches, totals int32[P, n_orders], hyp_len, ref_len int32[P], P = out_ptr[-1].
+    """
+    n_pairs = out_ptr[-1]
+    matches = np.zeros((n_pairs, n_orders), np.int32)
+    totals = np.zeros((n_pairs, n_orders), np.int32)
+    hyp_len = np.zeros(n_pairs, np.int32)
+    ref_len = np.zeros(n_pairs, np.int32)
+    for s in prange(seg_ptr.shape[0] - 1):
+        h0, h1 = seg_ptr[s], seg_ptr[s + 1]
+        for j in range(h0, h1):
+            _segment_stats(tok, hyp_ptr, tok, hyp_ptr, h0, h1, j, j + 1, n_orders, REF_CLOSEST,
+                           matches, totals, hyp_len, ref_len, out_ptr[s] + (j - h0) * (h1 - h0))
+    return matches, totals, hyp_len, ref_len

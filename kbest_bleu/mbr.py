@@ -1,0 +1,73 @@
+"""Minimum Bayes risk / consensus selection inside K-best lists.
+
+The K x K sentence-BLEU matrix of a segment takes each hypothesis in turn as the single
+(pseudo-)reference of all the others; one numba kernel computes every pair's statistics
+(:func:`kbest_bleu.kernels._pair_stats`), the smoothing is the usual vectorized scoring. Work is
+done in chunks of whole segments so memory stays bounded for K = 1,000.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .bleu import sentence_scores, stats_order
+from .config import BleuConfig
+from .encode import hypotheses_array, segment_pointers
+from .kernels import _pair_stats
+from .stats import BleuStats
+from .tokenize import normalize, split_ids
+
+MAX_PAIRS_PER_CHUNK = 4_000_000
+
+
+def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence BLEU of every (hypothesis, pseudo-reference) pair of each segment: float64[P] and
+    the pair pointers out_ptr int64[S+1] (layout of ``_pair_stats``)."""
+    ids, ptr, _ = split_ids(normalize(hyps, cfg.tokenize, cfg.lowercase))
+    sizes = np.diff(seg_ptr)
+    out_ptr = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
+    m, t, c, r = _pair_stats(ids, ptr, seg_ptr.astype(np.int64), out_ptr, stats_order(cfg) + 1)
+    return sentence_scores(BleuStats(m, t, c, r), cfg), out_ptr
+
+
+def mbr_matrix(hypotheses: Any, config: Optional[BleuConfig] = None, **options: Any) -> np.ndarray:
+    """float64[K, K]: entry [i, j] is the sentence BLEU of hypothesis i with hypothesis j as its
+    only reference (one segment's list)."""
+    cfg = BleuConfig.make(config, **options) if (options or config is None) else config
+    hyps = hypotheses_array(hypotheses)
+    k = len(hyps)
+    bleu, _ = _pair_bleu(hyps, np.array([0, k], np.int64), cfg)
+    return bleu.reshape(k, k).T.copy()
+
+
+def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np.ndarray] = None,
+               config: Optional[BleuConfig] = None, **options: Any) -> tuple[np.ndarray, np.ndarray]:
+    """MBR choice per segment: the hypothesis with the highest expected BLEU against the others,
+    u_i = sum_j p_j BLEU(i | j), p uniform within the segment or given (e.g. a per-segment
+    softmax of model scores, :func:`kbest_bleu.tuning.segment_softmax`).
+
+    Returns (rows int64[S], expected utility float64[H]).
+    """
+    cfg = BleuConfig.make(config, **options) if (options or config is None) else config
+    hyps = hypotheses_array(hypotheses)
+    seg_ptr = segment_pointers(segments, len(hyps))
+    sizes = np.diff(seg_ptr)
+    p = np.repeat(1.0 / np.maximum(sizes, 1), sizes) if probabilities is None else np.asarray(probabilities, float)
+    utility = np.zeros(len(hyps))
+    start = 0
+    while start < len(sizes):  # chunks of whole segments with at most MAX_PAIRS_PER_CHUNK pairs
+        stop = start + max(1, int(np.searchsorted(np.cumsum(sizes[start:] ** 2), MAX_PAIRS_PER_CHUNK, "right")))
+        a, b = seg_ptr[start], seg_ptr[stop]
+        local = seg_ptr[start:stop + 1] - a
+        bleu, out_ptr = _pair_bleu(hyps.slice(a, b - a), local, cfg)
+        k = np.repeat(sizes[start:stop], sizes[start:stop] ** 2)
+        offset = np.arange(len(bleu)) - np.repeat(out_ptr[:-1], sizes[start:stop] ** 2)
+        first = np.repeat(local[:-1], sizes[start:stop] ** 2)
+        i, j = first + offset % k, first + offset // k
+        utility[a:b] = np.bincount(i, weights=p[a:b][j] * bleu, minlength=b - a)
+        start = stop
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    order = np.lexsort((-utility, labels))
+    return order[seg_ptr[:-1]], utility

@@ -1,0 +1,163 @@
+"""Tuning loops and MBR: exact gradients, recovery of a known direction, real K-best lists."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import kbest_bleu as kb
+from kbest_bleu.mbr import mbr_matrix, mbr_select
+from kbest_bleu.nbest import dense_features
+from kbest_bleu.tuning import (KbestLists, background_bleu, expected_bleu, hope_fear_model, segment_softmax, tune_expected_bleu,
+                               tune_mira, tune_pro)
+
+
+@pytest.fixture(scope="module")
+def moses(shared_data):
+    return pq.read_table(shared_data / "moses_mert_nbest.parquet")
+
+
+def _decoder_weights(table):
+    """The decoder's own weights: model score = w . features exactly (least squares, residual ~ print precision)."""
+    names, f = dense_features(table["features"].to_pylist())
+    f = np.array(f)
+    w, *_ = np.linalg.lstsq(f, table["model_score"].to_numpy(), rcond=None)
+    assert np.abs(f @ w - table["model_score"].to_numpy()).max() < 0.01
+    return w
+
+
+def test_container_merges_iterations_without_repeats(moses):
+    lists = KbestLists.from_table(moses)
+    assert len(lists.seg_ptr) == 11 and len(lists) < 5000
+    keys = [(s, k) for s, k in zip(lists.segment_ids[lists.labels], lists.keys.to_pylist())]
+    assert len(set(keys)) == len(keys)
+    # merging iteration 1 with iterations 2-5 gives the same candidates as loading all at once
+    it = moses["iteration"].to_numpy()
+    a = KbestLists.from_table(moses.filter(pa.array(it == 1)))
+    b = KbestLists.from_table(moses.filter(pa.array(it > 1)))
+    merged = a.merge(b)
+    assert merged.keys.to_pylist() == lists.keys.to_pylist()
+    assert np.array_equal(merged.stats.to_moses(), lists.stats.to_moses())
+    # statistics equal the Moses extractor's gold for the kept rows
+    gold = {(s, h): g for s, h, g in zip(moses["segment_id"].to_pylist(), moses["hypothesis"].to_pylist(),
+                                         moses["gold_bleu_stats_moses"].to_pylist())}
+    assert all(list(lists.stats.to_moses()[r]) == gold[lists.segment_ids[lists.labels[r]], lists.keys[r].as_py()]
+               for r in range(0, len(lists), 37))
+
+
+@pytest.mark.parametrize("smoothing", range(8))
+def test_expected_bleu_gradient_matches_finite_differences(moses, smoothing):
+    lists = KbestLists.from_table(moses)
+    bleu = kb.sentence_scores(lists.stats, smoothing=smoothing)
+    rng = np.random.default_rng(smoothing)
+    w = rng.normal(0, 0.05, lists.features.shape[1])
+    _, grad = expected_bleu(lists, w, bleu)
+    eps = 1e-6
+    fd = np.array([(expected_bleu(lists, w + eps * e, bleu)[0] - expected_bleu(lists, w - eps * e, bleu)[0]) / (2 * eps)
+                   for e in np.eye(len(w))])
+    assert np.linalg.norm(fd - grad) / np.linalg.norm(grad) < 1e-5
+
+
+def test_softmax_is_per_segment_and_stable():
+    p = segment_softmax(np.array([1000.0, 1001.0, -5.0, 0.0, 0.0]), np.array([0, 2, 5]))
+    assert np.allclose(p, [1 / (1 + np.e), np.e / (1 + np.e), np.exp(-5) / (np.exp(-5) + 2), 1 / (np.exp(-5) + 2),
+                           1 / (np.exp(-5) + 2)])
+
+
+def _synthetic(seed=0, n_seg=60, k=40, n_feat=6):
+    """Hypotheses of varying quality against a reference; features = quality * w* + noise."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(50)]
+    hyps, refs, seg = [], [], []
+    for s in range(n_seg):
+        ref = list(rng.choice(vocab, 20))
+        refs.append([" ".join(ref)])
+        for _ in range(k):
+            keep = rng.random()  # quality: the share of reference words kept in place
+            h = [w if rng.random() < keep else str(rng.choice(vocab)) for w in ref]
+            hyps.append(" ".join(h))
+            seg.append(s)
+    w_star = rng.normal(size=n_feat)
+    w_star /= np.linalg.norm(w_star)
+    quality = kb.score_kbest(hyps, refs, seg, compat="moses")
+    feats = quality[:, None] * w_star[None, :] * 10 + rng.normal(0, 1.0, (len(hyps), n_feat))
+    table = pa.table({"segment_id": seg, "hypothesis": hyps, "references": [refs[s] for s in seg],
+                      "features": pa.array(feats.tolist(), pa.list_(pa.float64()))})
+    return KbestLists.from_table(table), w_star, rng.normal(size=n_feat)
+
+
+@pytest.mark.parametrize("tuner", ["mira", "pro", "ebleu"])
+def test_tuners_recover_a_known_direction(tuner):
+    lists, w_star, w0 = _synthetic()
+    start = lists.corpus_bleu(lists.one_best(w0))
+    if tuner == "mira":
+        res = tune_mira(lists, w0, epochs=20)
+    elif tuner == "pro":
+        res = tune_pro(lists, w0)
+    else:
+        res = tune_expected_bleu([lists], w0, lam=0.01, epochs=40)
+    cos = res.weights @ w_star / np.linalg.norm(res.weights)
+    assert res.bleu > start + 0.05 and cos > 0.9, (start, res.bleu, cos)
+
+
+@pytest.mark.parametrize("tuner", ["mira", "pro", "ebleu"])
+def test_tuners_improve_real_moses_lists_over_decoder_weights(moses, tuner):
+    it = moses["iteration"].to_numpy()
+    last = moses.filter(pa.array(it == 5))
+    w_dec = _decoder_weights(last)
+    lists = KbestLists.from_table(moses)  # the merged lists of all 5 iterations
+    base = lists.corpus_bleu(lists.one_best(w_dec))
+    if tuner == "mira":
+        res = tune_mira(lists, w_dec)
+        assert max(res.history) >= res.history[0] and res.bleu == max(res.history)
+    elif tuner == "pro":
+        res = tune_pro(lists, w_dec)
+    else:
+        per_iter = [KbestLists.from_table(moses.filter(pa.array(it == i))) for i in range(1, 6)]
+        res = tune_expected_bleu(per_iter, w_dec, lam=0.01)
+    assert res.bleu > base, (tuner, base, res.bleu)
+
+
+@pytest.mark.parametrize("tuner", ["mira", "pro"])
+def test_tuners_improve_real_joshua_lists(shared_data, tuner):
+    t = pq.read_table(shared_data / "joshua_bn_en_kbest.parquet")
+    t = t.filter(pc.equal(t["system"], "hiero"))
+    w_dec = _decoder_weights(t)
+    lists = KbestLists.from_table(t)
+    base = lists.corpus_bleu(lists.one_best(w_dec))
+    res = tune_mira(lists, w_dec) if tuner == "mira" else tune_pro(lists, w_dec)
+    assert res.bleu > base
+
+
+def test_oracles_and_hope_fear(moses):
+    lists = KbestLists.from_table(moses)
+    sent = lists.sentence_oracle()
+    corpus = lists.corpus_oracle()
+    assert lists.corpus_bleu(corpus) >= lists.corpus_bleu(sent)
+    bleu = kb.sentence_scores(lists.stats)
+    for s in range(len(lists.seg_ptr) - 1):
+        a, b = lists.seg_ptr[s], lists.seg_ptr[s + 1]
+        assert bleu[sent[s]] == bleu[a:b].max() and a <= corpus[s] < b
+    w = _decoder_weights(moses.filter(pc.equal(moses["iteration"], 5)))
+    bg = np.ones(9)
+    hope, fear, model = hope_fear_model(lists, w, bg)
+    score, bgb = lists.model_scores(w), background_bleu(lists, bg)
+    for s in range(len(lists.seg_ptr) - 1):
+        a, b = lists.seg_ptr[s], lists.seg_ptr[s + 1]
+        assert hope[s] == a + np.argmax(score[a:b] + bgb[a:b]) and fear[s] == a + np.argmax(score[a:b] - bgb[a:b])
+    # background BLEU, transliterated from Moses kbmira for one row
+    m = lists.stats.to_moses()[0] + bg
+    logb = np.mean([np.log(m[2 * j]) - np.log(m[2 * j + 1]) for j in range(4)]) + min(0.0, 1 - m[8] / m[1])
+    assert bgb[0] == pytest.approx(np.exp(logb) * m[8], rel=1e-12)
+
+
+def test_mbr_matrix_equals_pairwise_calls(moses):
+    hyps = moses["hypothesis"].to_pylist()[:100]
+    m = mbr_matrix(hyps, smoothing=7)
+    rng = np.random.default_rng(0)
+    for i, j in rng.integers(0, 100, (60, 2)):
+        assert m[i, j] == pytest.approx(kb.sentence_bleu(hyps[i], [hyps[j]], smoothing=7), abs=1e-15)
+    rows, util = mbr_select(hyps + hyps[:50], [0] * 100 + [1] * 50)
+    assert util[rows[0]] == util[:100].max()
+    assert util[:100] == pytest.approx(mbr_matrix(hyps).mean(1), abs=1e-12)  # uniform p: row means
