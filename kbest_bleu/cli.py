@@ -170,6 +170,37 @@ def _cmd_paired(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tune(a: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .tuning import KbestLists, tune_expected_bleu, tune_mira, tune_pro
+    cfg = _config(a)
+    table = pq.read_table(a.input) if Path(a.input).suffix == ".parquet" else read_nbest(a.input, a.refs or ())
+    lists = KbestLists.from_table(table, cfg, segment=a.seg_col, hypothesis=a.hyp_col, references=a.ref_col,
+                                  features=a.features_col, score=a.score_col)
+    n_feat = lists.features.shape[1]
+    if a.init:
+        w0 = np.array([float(x) for x in a.init.split(",")])
+        if len(w0) != n_feat:
+            raise InputError(f"--init: expected {n_feat} weights ({', '.join(lists.feature_names)}), found {len(w0)}")
+    elif a.score_col:
+        w0 = lists.decoder_weights()
+    else:
+        w0 = np.zeros(n_feat)
+    start = lists.corpus_bleu(lists.one_best(w0), cfg)
+    if a.method == "mira":
+        res = tune_mira(lists, w0, c=a.c, epochs=a.epochs, seed=a.seed, config=cfg)
+    elif a.method == "pro":
+        res = tune_pro(lists, w0, seed=a.seed, config=cfg)
+    else:
+        res = tune_expected_bleu([lists], w0, lam=a.lam, epochs=a.epochs, seed=a.seed, config=cfg)
+    out = {"method": a.method, "feature_names": lists.feature_names, "weights": res.weights.tolist(),
+           "start_bleu": start, "bleu": res.bleu, "history": res.history, "segments": len(lists.seg_ptr) - 1,
+           "hypotheses": len(lists), "signature": cfg.signature("corpus")}
+    print(json.dumps(out, indent=1))
+    return 0
+
+
 def _columns_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hyp-col", default="hypothesis", help="string column of hypotheses")
     p.add_argument("--ref-col", default="references", help="list<string> column of references")
@@ -216,6 +247,21 @@ def build_parser() -> argparse.ArgumentParser:
     _columns_options(p)
     _scoring_options(p)
     p.set_defaults(func=_cmd_export, compat="moses")
+
+    p = sub.add_parser("tune", help="tune feature weights on K-best lists: k-best MIRA, PRO or expected BLEU")
+    p.add_argument("input", help="K-best parquet table, or Moses/Joshua n-best text (with --refs)")
+    p.add_argument("--refs", nargs="+", help="reference files for n-best text input")
+    p.add_argument("--method", choices=["mira", "pro", "ebleu"], default="mira")
+    p.add_argument("--features-col", default="features", help="list<double> or Moses/Joshua feature string column")
+    p.add_argument("--init", help="starting weights, comma-separated (default: fit to --score-col, else zeros)")
+    p.add_argument("--score-col", help="the decoder's model score column, to recover its weights as the start")
+    p.add_argument("--epochs", type=int, default=60)
+    p.add_argument("--c", type=float, default=0.01, help="MIRA C")
+    p.add_argument("--lam", type=float, default=10.0, help="expected BLEU L2 weight")
+    p.add_argument("--seed", type=int, default=0)
+    _columns_options(p)
+    _scoring_options(p)
+    p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser("metaeval", help="correlation with human judgments: the seed paper's tables")
     p.add_argument("dataset", choices=["wmt12", "mqm"], help="wmt12: Tables 2/3 layout; mqm: WMT22 zh-en MQM")

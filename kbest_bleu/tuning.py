@@ -39,6 +39,7 @@ class KbestLists:
     feature_names : list of F names
     keys : pyarrow large_string[H]  the token sequence of each hypothesis (de-duplication key)
     ref_len : float64[S]        len(R_i): the shortest reference of each segment, in tokens
+    model_score : float64[H] or None  the decoder's model score, when loaded with one
     """
 
     segment_ids: np.ndarray
@@ -48,6 +49,7 @@ class KbestLists:
     feature_names: list
     keys: pa.Array
     ref_len: np.ndarray
+    model_score: Optional[np.ndarray] = None
 
     @property
     def labels(self) -> np.ndarray:
@@ -57,17 +59,17 @@ class KbestLists:
     @classmethod
     def from_table(cls, table: pa.Table, config: Optional[BleuConfig] = None, *, segment: str = "segment_id",
                    hypothesis: str = "hypothesis", references: str = "references",
-                   features: str = "features") -> "KbestLists":
+                   features: str = "features", score: Optional[str] = None) -> "KbestLists":
         """From a K-best table (our parquet, or converted Moses/Joshua n-best lists).
 
         Rows of one segment may come from several decoding iterations and need not be
         contiguous: they are grouped by segment and de-duplicated (the same token sequence is
         the same candidate; the first occurrence is kept), as Moses ``extractor --prev-*`` does.
         ``features``: a list<double> column, or a feature string column (Moses ``lm= -4 ...`` or
-        Joshua ``lm_0=-4``) parsed once here.
+        Joshua ``lm_0=-4``) parsed once here. ``score``: optional model-score column.
         """
         cfg = config or BleuConfig()
-        for name in (segment, hypothesis, references, features):
+        for name in (segment, hypothesis, references, features) + ((score,) if score else ()):
             if table.schema.get_field_index(name) < 0:
                 raise InputError(f"KbestLists: column {name!r} not found; columns are {table.column_names}")
         col = table[features].combine_chunks()
@@ -82,10 +84,11 @@ class KbestLists:
         keys = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(off), toks.cast(pa.large_string())),
                               pa.scalar(" ", pa.large_string()))
         seg = table[segment].combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
-        return cls._build(seg, hyps, table[references].combine_chunks(), values, names, keys, cfg)
+        model = table[score].to_numpy().astype(np.float64) if score else None
+        return cls._build(seg, hyps, table[references].combine_chunks(), values, names, keys, model, cfg)
 
     @classmethod
-    def _build(cls, seg, hyps, refs, values, names, keys, cfg) -> "KbestLists":
+    def _build(cls, seg, hyps, refs, values, names, keys, model, cfg) -> "KbestLists":
         # group by segment (stable: earlier iterations first), then drop repeated token sequences
         order = np.argsort(seg, kind="stable")
         combo = pc.binary_join_element_wise(pa.array(seg.astype(str), pa.large_string()), keys,
@@ -108,10 +111,18 @@ class KbestLists:
             bad = seg_sorted[ptr[:-1]][np.flatnonzero(np.diff(per_seg) == 0)[0]]
             raise InputError(f"KbestLists: segment {bad} has no references; tuning needs at least one per segment")
         ref_len = np.minimum.reduceat(np.diff(ref_off).astype(np.float64), per_seg[:-1])
-        return cls(seg_sorted[ptr[:-1]], ptr, stats, values[rows], list(names), keys.take(take), ref_len)
+        return cls(seg_sorted[ptr[:-1]], ptr, stats, values[rows], list(names), keys.take(take), ref_len,
+                   None if model is None else model[rows])
 
     def __len__(self) -> int:
         return len(self.stats)
+
+    def decoder_weights(self) -> np.ndarray:
+        """The weights the decoder used: least squares of its model score on the features (exact
+        when all lists come from one decoding run, whose model score is w . f)."""
+        if self.model_score is None:
+            raise InputError("decoder_weights: the lists were loaded without a model-score column (score=...)")
+        return np.linalg.lstsq(self.features, self.model_score, rcond=None)[0]
 
     def model_scores(self, w: np.ndarray) -> np.ndarray:
         """w . f of every hypothesis: float64[H]."""
@@ -154,9 +165,12 @@ class KbestLists:
         seg_sorted = seg[rows]
         ptr = np.r_[0, np.flatnonzero(np.diff(seg_sorted)) + 1, len(rows)].astype(np.int64)
         ref_len = dict(zip(other.segment_ids, other.ref_len)) | dict(zip(self.segment_ids, self.ref_len))
+        model = None
+        if self.model_score is not None and other.model_score is not None:
+            model = np.concatenate([self.model_score, other.model_score])[rows]
         return KbestLists(seg_sorted[ptr[:-1]], ptr, stats, np.concatenate([self.features, other.features])[rows],
                           self.feature_names, keys.take(pa.array(rows)),
-                          np.array([ref_len[s] for s in seg_sorted[ptr[:-1]]]))
+                          np.array([ref_len[s] for s in seg_sorted[ptr[:-1]]]), model)
 
 
 def moses_matrix(stats: BleuStats) -> np.ndarray:

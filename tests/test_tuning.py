@@ -161,3 +161,20 @@ def test_mbr_matrix_equals_pairwise_calls(moses):
     rows, util = mbr_select(hyps + hyps[:50], [0] * 100 + [1] * 50)
     assert util[rows[0]] == util[:100].max()
     assert util[:100] == pytest.approx(mbr_matrix(hyps).mean(1), abs=1e-12)  # uniform p: row means
+
+
+def test_decoder_weights_and_tune_command(moses, tmp_path, capsys):
+    import json
+
+    from kbest_bleu.cli import main
+    last = moses.filter(pc.equal(moses["iteration"], 5))
+    lists = KbestLists.from_table(last, score="model_score")
+    # weights may differ along near-collinear features; the model scores they give may not
+    assert np.abs(lists.model_scores(lists.decoder_weights()) - lists.model_score).max() < 0.01
+    assert np.abs(lists.model_scores(_decoder_weights(last)) - lists.model_score).max() < 0.01
+    pq.write_table(last, tmp_path / "k.parquet")
+    assert main(["tune", str(tmp_path / "k.parquet"), "--method", "mira", "--score-col", "model_score",
+                 "--epochs", "10"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bleu"] >= out["start_bleu"] and len(out["weights"]) == 14 and out["feature_names"][7] == "lm_0"
+    assert out["start_bleu"] == pytest.approx(lists.corpus_bleu(lists.one_best(lists.decoder_weights())))
