@@ -539,3 +539,110 @@ def _pair_stats(tok, hyp_ptr, seg_ptr, out_ptr, n_orders):
             _segment_stats(tok, hyp_ptr, tok, hyp_ptr, h0, h1, j, j + 1, n_orders, REF_CLOSEST,
                            matches, totals, hyp_len, ref_len, out_ptr[s] + (j - h0) * (h1 - h0))
     return matches, totals, hyp_len, ref_len
+
+
+@njit(cache=True, inline="always")
+def _is_digit(b):
+    return 0x30 <= b <= 0x39
+
+
+@njit(cache=True, inline="always")
+def _is_dot_comma(b):
+    return b == 0x2E or b == 0x2C
+
+
+@njit(cache=True)
+def _apply_13a_rules(src, a, n, b1, b2, b3, out):
+    r"""sacrebleu TokenizerRegexp's four re.sub rules, one exact pass each, over src[a:a+n] (UTF-8):
+
+    1. ``([\{-\~\[-\` -\&\(-\+\:-\@\/])`` -> `` \1 ``
+    2. ``([^0-9])([\.,])`` -> ``\1 \2 ``
+    3. ``([\.,])([^0-9])`` -> `` \1 \2``
+    4. ``([0-9])(-)`` -> ``\1 \2 ``
+
+    re.sub scans left to right and resumes after each match. Stepping byte by byte is exact here:
+    every byte the rules test is ASCII and UTF-8 continuation bytes are never digits, '.', ',' or
+    '-', so a multi-byte character is matched and copied exactly as the code-point regex does.
+    Buffers: b1 >= 3n, b2 >= 2 len(b1), b3 >= 2 len(b2), out >= 2 len(b3). Returns the length in out.
+    """
+    m = 0
+    for i in range(a, a + n):  # rule 1
+        b = src[i]
+        if (0x7B <= b <= 0x7E) or (0x5B <= b <= 0x60) or (0x20 <= b <= 0x26) or (0x28 <= b <= 0x2B) \
+                or (0x3A <= b <= 0x40) or b == 0x2F:
+            b1[m] = 32
+            b1[m + 1] = b
+            b1[m + 2] = 32
+            m += 3
+        else:
+            b1[m] = b
+            m += 1
+    n1, m, i = m, 0, 0
+    while i < n1:  # rule 2
+        b2[m] = b1[i]
+        m += 1
+        if not _is_digit(b1[i]) and i + 1 < n1 and _is_dot_comma(b1[i + 1]):
+            b2[m] = 32
+            b2[m + 1] = b1[i + 1]
+            b2[m + 2] = 32
+            m += 3
+            i += 2
+        else:
+            i += 1
+    n2, m, i = m, 0, 0
+    while i < n2:  # rule 3
+        if _is_dot_comma(b2[i]) and i + 1 < n2 and not _is_digit(b2[i + 1]):
+            b3[m] = 32
+            b3[m + 1] = b2[i]
+            b3[m + 2] = 32
+            b3[m + 3] = b2[i + 1]
+            m += 4
+            i += 2
+        else:
+            b3[m] = b2[i]
+            m += 1
+            i += 1
+    n3, m, i = m, 0, 0
+    while i < n3:  # rule 4
+        out[m] = b3[i]
+        m += 1
+        if _is_digit(b3[i]) and i + 1 < n3 and b3[i + 1] == 0x2D:
+            out[m] = 32
+            out[m + 1] = 0x2D
+            out[m + 2] = 32
+            m += 3
+            i += 2
+        else:
+            i += 1
+    return m
+
+
+@njit(cache=True, parallel=True)
+def _rewrite_13a(data, offsets):
+    """:func:`_apply_13a_rules` on every string (parallel over row chunks: one pass to size the
+    output, one to fill it). Returns (bytes uint8[B'], offsets int64[n+1])."""
+    n = offsets.shape[0] - 1
+    n_chunks = min(n, 256)
+    cut = (np.arange(n_chunks + 1) * n) // n_chunks
+    out_off = np.zeros(n + 1, np.int64)
+    out = np.empty(0, np.uint8)
+    for fill in range(2):
+        if fill:
+            for r in range(n):
+                out_off[r + 1] += out_off[r]
+            out = np.empty(out_off[n], np.uint8)
+        for c in prange(n_chunks):
+            longest = 0
+            for r in range(cut[c], cut[c + 1]):
+                longest = max(longest, offsets[r + 1] - offsets[r])
+            b1 = np.empty(3 * longest + 1, np.uint8)
+            b2 = np.empty(6 * longest + 1, np.uint8)
+            b3 = np.empty(12 * longest + 1, np.uint8)
+            b4 = np.empty(24 * longest + 1, np.uint8)
+            for r in range(cut[c], cut[c + 1]):
+                m = _apply_13a_rules(data, offsets[r], offsets[r + 1] - offsets[r], b1, b2, b3, b4)
+                if fill:
+                    out[out_off[r]:out_off[r] + m] = b4[:m]
+                else:
+                    out_off[r + 1] = m
+    return out, out_off

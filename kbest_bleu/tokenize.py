@@ -55,15 +55,10 @@ def _category_class(prefix: str, negate: bool = False) -> str:
     return _char_class({ord(c) for c in regex.findall(rf"\p{{{prefix}}}", every)}, negate)
 
 
-# sacrebleu tokenizer_re.TokenizerRegexp (13a and zh): ranges {-~ [-` space-& (-+ :-@ /
-_RE_13A = [
-    (r"([\x{7b}-\x{7e}\x{5b}-\x{60}\x{20}-\x{26}\x{28}-\x{2b}\x{3a}-\x{40}\x{2f}])", r" \1 "),
-    (r"([^0-9])([\.,])", r"\1 \2 "),  # period and comma unless preceded by a digit
-    (r"([\.,])([^0-9])", r" \1 \2"),  # period and comma unless followed by a digit
-    (r"([0-9])(-)", r"\1 \2 "),  # dash after a digit
-]
+# sacrebleu tokenizer_13a: literal replacements before the rules (kernels._apply_13a_rules)
 _UNESCAPE_13A = [("<skipped>", ""), ("-\n", ""), ("\n", " "), ("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"),
                  ("&gt;", ">")]
+_UNESCAPE_ANY = "<skipped>|\n|&(?:quot|amp|lt|gt);"
 
 # sacrebleu tokenizer_zh._UCODE_RANGES as Python compares them. Two of its bounds are written
 # u'\u20000' and u'\u2f800' (five hex digits), which Python reads as two characters, e.g. '\u2000'
@@ -75,6 +70,16 @@ _ZH_RANGES = [(0x3400, 0x4DB5), (0x4E00, 0x9FA5), (0x9FA6, 0x9FBB), (0xF900, 0xF
               (0x31A0, 0x31BF), (0xFE10, 0xFE1F), (0xFE30, 0xFE4F), (0x2600, 0x26FF), (0x2700, 0x27BF),
               (0x3200, 0x32FF), (0x3300, 0x33FF)]
 _ZH_CLASS = _char_class({c for a, b in _ZH_RANGES for c in range(a, b + 1)})
+
+
+def _rules_13a(strings: pa.Array) -> pa.Array:
+    """sacrebleu TokenizerRegexp (the 13a and zh rules) in one numba pass per rule over the bytes."""
+    from .kernels import _rewrite_13a
+    if len(strings) == 0:
+        return strings
+    data, offsets = _string_buffers(strings)
+    out, out_off = _rewrite_13a(data, offsets)
+    return pa.LargeStringArray.from_buffers(len(strings), pa.py_buffer(out_off), pa.py_buffer(out))
 
 
 def _rewrite(strings: pa.Array, rules) -> pa.Array:
@@ -92,23 +97,34 @@ def _lower_mismatch_class() -> str:
     return _char_class(bad | {0x03A3})
 
 
+def _patch_rows(strings: pa.Array, rows: pa.Array, fix) -> pa.Array:
+    """``strings`` with the rows selected by the boolean Arrow mask ``rows`` replaced by ``fix``
+    applied to them (vectorized take + scatter; ``fix`` maps an Arrow array to an Arrow array)."""
+    idx = np.flatnonzero(rows.to_numpy(zero_copy_only=False))
+    if idx.size == 0:
+        return strings
+    fixed = fix(strings.take(pa.array(idx))).cast(strings.type)
+    order = np.arange(len(strings))
+    order[idx] = len(strings) + np.arange(idx.size)
+    return pa.concat_arrays([strings, fixed]).take(pa.array(order))
+
+
 def lowercase(strings: pa.Array) -> pa.Array:
     """Python ``str.lower`` on a whole column: utf8proc for most rows, Python for the few rows
     holding a character the two lowercase differently."""
-    lowered = pc.utf8_lower(strings)
-    risky = pc.match_substring_regex(strings, _lower_mismatch_class()).to_numpy(zero_copy_only=False)
-    if not risky.any():
-        return lowered
-    rows = np.flatnonzero(risky)
-    fixed = pa.array([s.lower() for s in strings.take(pa.array(rows)).to_pylist()], lowered.type)
-    values = lowered.to_pylist() if len(rows) > len(strings) // 2 else None
-    if values is not None:
-        for r, s in zip(rows, fixed.to_pylist()):
-            values[r] = s
-        return pa.array(values, lowered.type)
-    idx = np.arange(len(strings))
-    idx[rows] = len(strings) + np.arange(len(rows))
-    return pa.concat_arrays([lowered, fixed]).take(pa.array(idx))
+    risky = pc.match_substring_regex(strings, _lower_mismatch_class())
+    # the risky rows are lowered again from the original strings, by Python
+    return _patch_rows(pc.utf8_lower(strings), risky,
+                       lambda _: pa.array([x.lower() for x in strings.filter(risky).to_pylist()]))
+
+
+def _unescape_13a(strings: pa.Array) -> pa.Array:
+    """Tokenizer13a's literal replacements, in order, on the rows that contain one of them."""
+    def fix(part: pa.Array) -> pa.Array:
+        for old, new in _UNESCAPE_13A:
+            part = pc.replace_substring(part, old, new)
+        return part
+    return _patch_rows(strings, pc.match_substring_regex(strings, _UNESCAPE_ANY), fix)
 
 
 def normalize(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> pa.Array:
@@ -122,14 +138,12 @@ def normalize(strings: pa.Array, tokenize: str = "none", lowercase_: bool = Fals
         return strings
     strings = pc.utf8_rtrim(strings, characters=_PY_SPACE)
     if tokenize == "13a":
-        for old, new in _UNESCAPE_13A:
-            strings = pc.replace_substring(strings, old, new)
+        strings = _unescape_13a(strings)
         blank, empty = pa.scalar(" ", strings.type), pa.scalar("", strings.type)
-        strings = pc.binary_join_element_wise(blank, strings, blank, empty)
-        return _rewrite(strings, _RE_13A)
+        return _rules_13a(pc.binary_join_element_wise(blank, strings, blank, empty))
     if tokenize == "zh":
         strings = pc.utf8_trim(strings, characters=_PY_SPACE)
-        return _rewrite(strings, [(f"({_ZH_CLASS})", r" \1 ")] + _RE_13A)
+        return _rules_13a(pc.replace_substring_regex(strings, f"({_ZH_CLASS})", r" \1 "))
     if tokenize == "intl":  # mteval-v14 international rules, sacrebleu TokenizerV14International
         not_n, p, s = _category_class("N", negate=True), _category_class("P"), _category_class("S")
         return _rewrite(strings, [(f"({not_n})({p})", r"\1 \2 "), (f"({p})({not_n})", r" \1 \2"),
