@@ -215,10 +215,82 @@ def tokenizer_speed(n_lines: int = 50000) -> list:
     return rows
 
 
+def tuning_steps() -> list:
+    """Per-step costs of the tuners on generated 2,000 segments x 100-best (14 random features)."""
+    import pyarrow as pa
+    import workloads
+
+    import kbest_bleu as kb
+    from kbest_bleu.kernels import _mira_epoch
+    from kbest_bleu.tuning import KbestLists, expected_bleu, hope_fear_model, moses_matrix, tune_pro
+    t = workloads.generated(2000, 100, 4)
+    rng = np.random.default_rng(0)
+    t = t.append_column("features", pa.array(rng.normal(size=(t.num_rows, 14)).tolist(), pa.list_(pa.float64())))
+    KbestLists.from_table(t.slice(0, 1000))  # warm-up: compilation is reported under cold start
+    t0 = time.perf_counter()
+    lists = KbestLists.from_table(t)
+    load = time.perf_counter() - t0
+    w = rng.normal(size=14)
+    bleu = kb.sentence_scores(lists.stats)
+    bg = np.ones(9)
+    m = moses_matrix(lists.stats)
+    order = np.arange(len(lists.seg_ptr) - 1)
+
+    def mira_epoch():
+        _mira_epoch(lists.features, m, lists.seg_ptr, order, w.copy(), np.zeros(14), np.zeros(1, np.int64),
+                    bg.copy(), 0.01, 0.999, 4)
+    rows = [("load + statistics (once)", load),
+            ("model scores + 1-best + corpus BLEU", _median_time(lambda: lists.corpus_bleu(lists.one_best(w)), 5)),
+            ("expected BLEU + exact gradient", _median_time(lambda: expected_bleu(lists, w, bleu), 5)),
+            ("background BLEU + hope/fear/model", _median_time(lambda: hope_fear_model(lists, w, bg), 5)),
+            ("k-best MIRA epoch (2,000 online updates)", _median_time(mira_epoch, 5)),
+            ("PRO (5,000 samples/segment + logistic regression)", _median_time(lambda: tune_pro(lists, w), 3)),
+            ("greedy corpus oracle", _median_time(lists.corpus_oracle, 3))]
+    return rows
+
+
+def mbr_times() -> list:
+    import workloads
+
+    from kbest_bleu.mbr import mbr_select
+    out = []
+    for n_seg, k in ((200, 100), (10, 1000)):
+        t = workloads.generated(n_seg, k, 1, seed=1)
+        hyps, seg = t["hypothesis"], t["segment_id"]
+        sec = _median_time(lambda: mbr_select(hyps, seg), 3)
+        out.append((k, n_seg, sec / n_seg))
+    return out
+
+
+def memory_check() -> list:
+    """Peak RSS of `kbest-bleu score` streaming 1M and 10M generated rows (default batch size)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import workloads
+    base = workloads.generated(2000, 100, 4)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for copies in (5, 50):
+            path = Path(tmp) / f"in{copies}.parquet"
+            with pq.ParquetWriter(path, base.schema, compression="zstd") as w:
+                for c in range(copies):
+                    seg = pa.array(base["segment_id"].to_numpy() + c * 2000)
+                    w.write_table(base.set_column(0, "segment_id", seg))
+            cmd = [sys.executable, "-c", "import resource, sys; from kbest_bleu.cli import main; main(sys.argv[1:]); "
+                   "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)", "score", str(path), "-o",
+                   str(Path(tmp) / "out.parquet"), "-q"]
+            t0 = time.perf_counter()
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            rows.append((copies * base.num_rows, int(out.stdout.strip().splitlines()[-1]) / 1024,
+                         time.perf_counter() - t0))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--one", nargs=5, metavar=("TOOL", "WORKLOAD", "LIMIT", "THREADS", "TOKENIZE"))
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--memory", action="store_true", help="also stream 1M and 10M generated rows (slow)")
     a = ap.parse_args()
     if a.one:
         tool, workload, limit, threads, tok = a.one
@@ -231,6 +303,8 @@ def main() -> None:
     subset = {"sacrebleu": 60, "sacrebleu cached refs": 60, "nltk": 20, "fast-bleu": 200, "bleuscore": 60}
     if a.quick:
         subset = {k: max(5, v // 4) for k, v in subset.items()}
+    print("x sacrebleu: ratio to sacrebleu's per-hypothesis loop with the same tokenizer; x fast-bleu: ratio to "
+          "fast-bleu (C++, whitespace tokens). * = run on a seeded subset of whole segments and extrapolated.\n")
     print("| workload | tool | tokens | threads | hyp/s | x sacrebleu | x fast-bleu | extra peak RSS MB | agreement |")
     print("|---|---|---|---|---|---|---|---|---|")
     for wl in WORKLOADS:
@@ -241,12 +315,15 @@ def main() -> None:
                     results.append(spawn(tool, wl, 0, th, tok))
         for tool, lim in subset.items():
             results.append(spawn(tool, wl, lim, 2, "none"))
-        base = {r["tool"]: r["n"] / r["seconds"] for r in results if r["tool"] in PEERS}
+        results.append(spawn("sacrebleu", wl, subset["sacrebleu"], 2, "13a"))  # the 13a baseline
+        sacre = {r["tokenize"]: r["n"] / r["seconds"] for r in results if r["tool"] == "sacrebleu"}
+        fast = next(r["n"] / r["seconds"] for r in results if r["tool"] == "fast-bleu")
+        n_all = len(load(wl)[0])
         for r in results:
             rate = r["n"] / r["seconds"]
-            star = "*" if r["tool"] in PEERS and r["n"] < len(load(wl)[0]) else ""
+            star = "*" if r["tool"] in PEERS and r["n"] < n_all else ""
             print(f"| {wl} | {r['tool']}{star} | {r['tokenize']} | {r['threads']} | {rate:,.0f} | "
-                  f"{rate / base['sacrebleu']:,.1f} | {rate / base['fast-bleu']:,.1f} | {r['extra_rss_mb']:.0f} | "
+                  f"{rate / sacre[r['tokenize']]:,.1f} | {rate / fast:,.1f} | {r['extra_rss_mb']:.0f} | "
                   f"{r.get('check', '')} |")
         sys.stdout.flush()
     print("\n| tokenizer | kbest_bleu tokens/s | sacrebleu tokens/s | ratio |\n|---|---|---|---|")
@@ -255,6 +332,16 @@ def main() -> None:
     print("\n| cold start of `kbest-bleu score -q` (bundled sample, 5,000 rows) | seconds |\n|---|---|")
     for label, sec in cold_start():
         print(f"| {label} | {sec:.2f} |")
+    print("\n| tuner step (2,000 segments x 100-best, 14 features) | seconds |\n|---|---|")
+    for label, sec in tuning_steps():
+        print(f"| {label} | {sec:.4f} |")
+    print("\n| MBR (K x K sentence-BLEU matrix + selection) | segments | seconds per segment |\n|---|---|---|")
+    for k, n_seg, sec in mbr_times():
+        print(f"| K = {k} | {n_seg} | {sec:.4f} |")
+    if a.memory:
+        print("\n| streaming `kbest-bleu score` (batch 65,536) | peak RSS MB | seconds |\n|---|---|---|")
+        for n, rss, sec in memory_check():
+            print(f"| {n:,} rows | {rss:.0f} | {sec:.1f} |")
 
 
 if __name__ == "__main__":

@@ -74,8 +74,14 @@ class KbestLists:
                 raise InputError(f"KbestLists: column {name!r} not found; columns are {table.column_names}")
         col = table[features].combine_chunks()
         if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
-            names = [f"f{i}" for i in range(len(col[0].as_py()))] if len(col) else []
-            values = np.array(col.to_pylist(), dtype=np.float64).reshape(len(col), len(names))
+            lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+            n_feat = int(lengths[0]) if len(col) else 0
+            if col.null_count or (lengths != n_feat).any():
+                row = int(np.flatnonzero((lengths != n_feat) | col.is_null().to_numpy(zero_copy_only=False))[0])
+                raise InputError(f"KbestLists: column {features!r} row {row}: expected {n_feat} feature values "
+                                 "like row 0 (dense features, no nulls)")
+            names = [f"f{i}" for i in range(n_feat)]
+            values = pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.float64).reshape(len(col), n_feat)
         else:
             names, rows = dense_features(col.to_pylist())
             values = np.array(rows, dtype=np.float64).reshape(len(col), len(names))
