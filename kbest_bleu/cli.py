@@ -77,6 +77,15 @@ def _cmd_score(a: argparse.Namespace) -> int:
             raise InputError(f"{a.ref_table}: not a readable parquet reference table ({exc})") from None
     elif a.ref_file:
         refs = ReferenceTable.from_text_files(a.ref_file)
+    if a.engine == "spark":
+        from .spark import score_parquet_spark
+        if not a.output or refs is not None:
+            raise InputError("--engine spark: expected IN and -o OUT (a dataset directory) with references in a "
+                             "column of the input (--ref-table/--ref-file are single-machine options)")
+        n = score_parquet_spark(str(src), a.output, cfg, columns=columns, stats=a.stats, master=a.master,
+                                batch_rows=a.batch_size)
+        print(f"scored {n:,} rows with Spark ({a.master}); wrote the dataset {a.output}", file=sys.stderr)
+        return 0
     summary = score_parquet(src, a.output, cfg, columns=columns, references=refs, stats=a.stats,
                             batch_size=a.batch_size, quiet=a.quiet, compression=a.compression)
     print(json.dumps(summary.to_dict(), indent=1) if a.json else summary)
@@ -224,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="parquet codec of the output (zstd: smallest; snappy: fastest)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--engine", choices=["local", "spark"], default="local",
+                   help="spark: read and write parquet datasets with Apache Spark (pip install 'kbest-bleu[spark]')")
+    p.add_argument("--master", default="local[*]", help="Spark master URL (with --engine spark)")
     _scoring_options(p)
     p.set_defaults(func=_cmd_score)
 
