@@ -95,14 +95,7 @@ class KbestLists:
 
     @classmethod
     def _build(cls, seg, hyps, refs, values, names, keys, model, cfg) -> "KbestLists":
-        # group by segment (stable: earlier iterations first), then drop repeated token sequences
-        order = np.argsort(seg, kind="stable")
-        combo = pc.binary_join_element_wise(pa.array(seg.astype(str), pa.large_string()), keys,
-                                            pa.scalar("\x1f", pa.large_string()))
-        codes = pc.dictionary_encode(combo.take(pa.array(order))).indices.to_numpy()
-        first = np.zeros(len(codes), bool)
-        first[np.unique(codes, return_index=True)[1]] = True
-        rows = order[first]
+        rows = _first_per_segment(seg, keys)
         seg_sorted = seg[rows]
         starts = np.r_[0, np.flatnonzero(np.diff(seg_sorted)) + 1] if len(rows) else np.zeros(0, np.int64)
         ptr = np.r_[starts, len(rows)].astype(np.int64)
@@ -160,13 +153,7 @@ class KbestLists:
             raise InputError(f"merge: feature names differ: {self.feature_names} vs {other.feature_names}")
         seg = np.concatenate([self.segment_ids[self.labels], other.segment_ids[other.labels]])
         keys = pa.concat_arrays([self.keys, other.keys])
-        combo = pc.binary_join_element_wise(pa.array(seg.astype(str), pa.large_string()), keys,
-                                            pa.scalar("\x1f", pa.large_string()))
-        order = np.argsort(seg, kind="stable")
-        codes = pc.dictionary_encode(combo.take(pa.array(order))).indices.to_numpy()
-        first = np.zeros(len(codes), bool)
-        first[np.unique(codes, return_index=True)[1]] = True
-        rows = order[first]
+        rows = _first_per_segment(seg, keys)
         stats = BleuStats.concat([self.stats, other.stats])[rows]
         seg_sorted = seg[rows]
         ptr = np.r_[0, np.flatnonzero(np.diff(seg_sorted)) + 1, len(rows)].astype(np.int64)
@@ -177,6 +164,18 @@ class KbestLists:
         return KbestLists(seg_sorted[ptr[:-1]], ptr, stats, np.concatenate([self.features, other.features])[rows],
                           self.feature_names, keys.take(pa.array(rows)),
                           np.array([ref_len[s] for s in seg_sorted[ptr[:-1]]]), model)
+
+
+def _first_per_segment(seg: np.ndarray, keys: pa.Array) -> np.ndarray:
+    """Rows grouped by segment (stable: earlier lists first), keeping the first row of each
+    (segment, token sequence): int64 row indices."""
+    order = np.argsort(seg, kind="stable")
+    combo = pc.binary_join_element_wise(pa.array(seg.astype(str), pa.large_string()), keys,
+                                        pa.scalar("\x1f", pa.large_string()))
+    codes = pc.dictionary_encode(combo.take(pa.array(order))).indices.to_numpy()
+    first = np.zeros(len(codes), bool)
+    first[np.unique(codes, return_index=True)[1]] = True
+    return order[first]
 
 
 def moses_matrix(stats: BleuStats) -> np.ndarray:
