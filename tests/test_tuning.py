@@ -119,15 +119,22 @@ def test_tuners_improve_real_moses_lists_over_decoder_weights(moses, tuner):
     assert res.bleu > base, (tuner, base, res.bleu)
 
 
-@pytest.mark.parametrize("tuner", ["mira", "pro"])
-def test_tuners_improve_real_joshua_lists(shared_data, tuner):
+@pytest.mark.parametrize("tuner", ["mira", "pro", "ebleu"])
+@pytest.mark.parametrize("system", ["hiero", "packed"])
+def test_tuners_improve_real_joshua_lists(shared_data, tuner, system):
     t = pq.read_table(shared_data / "joshua_bn_en_kbest.parquet")
-    t = t.filter(pc.equal(t["system"], "hiero"))
+    t = t.filter(pc.equal(t["system"], system))
     w_dec = _decoder_weights(t)
     lists = KbestLists.from_table(t)
     base = lists.corpus_bleu(lists.one_best(w_dec))
-    res = tune_mira(lists, w_dec) if tuner == "mira" else tune_pro(lists, w_dec)
-    assert res.bleu > base
+    if tuner == "mira":
+        res = tune_mira(lists, w_dec)
+        assert res.history[int(np.argmax(res.history))] >= res.history[0]
+    elif tuner == "pro":
+        res = tune_pro(lists, w_dec)
+    else:
+        res = tune_expected_bleu([lists], w_dec, lam=0.01)
+    assert res.bleu > base, (system, tuner, base, res.bleu)
 
 
 def test_oracles_and_hope_fear(moses):
