@@ -147,7 +147,7 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
             count[touched[t]] = 0
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_orders, policy):
     """Clipped n-gram statistics of every hypothesis, in parallel over segments.
 
@@ -265,7 +265,7 @@ def _rehash(hashes, n, cap):
     return table
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _split_intern(data, offsets, byte_class, wide_space):
     """Split UTF-8 strings on Python whitespace and give each distinct token an exact int32 id.
 
@@ -426,7 +426,7 @@ def _background_bleu_row(stats9, bg, n):
     return np.exp(s) * r
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _background_bleu(stats9, bg, n):
     """_background_bleu_row of every row: float64[H]."""
     out = np.empty(stats9.shape[0])
@@ -521,7 +521,7 @@ def _log_corpus_bleu(stats9, n):
     return s
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _pair_stats(tok, hyp_ptr, seg_ptr, out_ptr, n_orders):
     """Statistics of every hypothesis against every hypothesis of its segment as the only
     reference (MBR / consensus). Segment s has K = seg_ptr[s+1] - seg_ptr[s] hypotheses; its
@@ -617,7 +617,7 @@ def _apply_13a_rules(src, a, n, b1, b2, b3, out):
     return m
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _rewrite_13a(data, offsets):
     """:func:`_apply_13a_rules` on every string (parallel over row chunks: one pass to size the
     output, one to fill it). Returns (bytes uint8[B'], offsets int64[n+1])."""
