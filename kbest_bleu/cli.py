@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -137,6 +138,7 @@ def _cmd_metaeval(a: argparse.Namespace) -> int:
     from .metaeval import mqm_table, wmt12_table
     data = Path(a.data)
     cfg = BleuConfig(tokenize=a.tokenize, lowercase=a.lowercase)
+    sig = re.sub(r"smooth:[^|]+", "smooth:per-row", cfg.signature())  # each row is one smoothing
     need = ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"] if a.dataset == "wmt12" else ["wmt22_zhen_mtme.parquet"]
     for name in need:
         if not (data / name).exists():
@@ -145,11 +147,11 @@ def _cmd_metaeval(a: argparse.Namespace) -> int:
         seg, pairs = (pq.read_table(data / n) for n in need)
         for title, lps in (("into English", ["cs-en", "de-en", "es-en", "fr-en"]),
                            ("out of English", ["en-cs", "en-de", "en-es", "en-fr"])):
-            print(f"\nWMT12 newstest2012, {title} ({', '.join(lps)}; mean over pairs), {cfg.signature()}\n")
+            print(f"\nWMT12 newstest2012, {title} ({', '.join(lps)}; mean over pairs), {sig}\n")
             print(_markdown(["BLEU", "seg tau", "sys Pearson", "sys Spearman"],
                             wmt12_table(seg, pairs, lps, cfg, a.tau_variant)))
     else:
-        print(f"\nWMT22 zh-en, MQM, {cfg.signature()}\n")
+        print(f"\nWMT22 zh-en, MQM, {sig}\n")
         print(_markdown(["BLEU", "seg tau-b", "seg Pearson", "sys Pearson", "sys Spearman"],
                         mqm_table(pq.read_table(data / need[0]), cfg)))
     return 0
