@@ -646,3 +646,31 @@ def _rewrite_13a(data, offsets):
                 else:
                     out_off[r + 1] = m
     return out, out_off
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _space_each_char(data, offsets):
+    """Every UTF-8 character followed by a space (sacrebleu's ``char`` tokenizer joins the
+    characters of a line with spaces). Returns (bytes uint8[B'], offsets int64[n+1]);
+    parallel over rows: the output offsets come from the character counts."""
+    n = offsets.shape[0] - 1
+    out_off = np.zeros(n + 1, np.int64)
+    for r in prange(n):
+        chars = 0
+        for i in range(offsets[r], offsets[r + 1]):
+            if (data[i] & 0xC0) != 0x80:  # not a continuation byte: a character starts here
+                chars += 1
+        out_off[r + 1] = offsets[r + 1] - offsets[r] + chars
+    for r in range(n):
+        out_off[r + 1] += out_off[r]
+    out = np.empty(out_off[n], np.uint8)
+    for r in prange(n):
+        o = out_off[r]
+        a, b = offsets[r], offsets[r + 1]
+        for i in range(a, b):
+            out[o] = data[i]
+            o += 1
+            if i + 1 == b or (data[i + 1] & 0xC0) != 0x80:  # the character ends here
+                out[o] = 32
+                o += 1
+    return out, out_off

@@ -4,7 +4,7 @@ to sacrebleu 2.6.0's ``none``, ``13a``, ``intl``, ``char`` and ``zh`` (DESIGN se
 Each tokenizer is a short list of RE2 rewrites run by Arrow on the whole column, followed by
 Python's ``str.split()``. sacrebleu first applies ``str.lower()`` (optional), then
 ``str.rstrip()``, then the tokenizer, then ``str.split()``. Where Arrow and Python differ, the
-Python behaviour is written out explicitly:
+Python behaviour is written out explicitly (and byte-level rewrites run as numba kernels):
 
 - whitespace: Python's ``str.isspace()`` set (Arrow's own whitespace class differs);
 - Unicode categories for ``intl``: taken from the ``regex`` module, as sacrebleu does (Arrow's RE2
@@ -72,14 +72,20 @@ _ZH_RANGES = [(0x3400, 0x4DB5), (0x4E00, 0x9FA5), (0x9FA6, 0x9FBB), (0xF900, 0xF
 _ZH_CLASS = _char_class({c for a, b in _ZH_RANGES for c in range(a, b + 1)})
 
 
-def _rules_13a(strings: pa.Array) -> pa.Array:
-    """sacrebleu TokenizerRegexp (the 13a and zh rules) in one numba pass per rule over the bytes."""
-    from .kernels import _rewrite_13a
+def _byte_rewrite(strings: pa.Array, kernel: str) -> pa.Array:
+    """Apply a numba rewrite kernel of :mod:`kbest_bleu.kernels` ((bytes, offsets) -> (bytes,
+    offsets)) to a whole string column."""
+    from . import kernels
     if len(strings) == 0:
         return strings
     data, offsets = _string_buffers(strings)
-    out, out_off = _rewrite_13a(data, offsets)
+    out, out_off = getattr(kernels, kernel)(data, offsets)
     return pa.LargeStringArray.from_buffers(len(strings), pa.py_buffer(out_off), pa.py_buffer(out))
+
+
+def _rules_13a(strings: pa.Array) -> pa.Array:
+    """sacrebleu TokenizerRegexp (the 13a and zh rules) in one numba pass per rule over the bytes."""
+    return _byte_rewrite(strings, "_rewrite_13a")
 
 
 def _rewrite(strings: pa.Array, rules) -> pa.Array:
@@ -148,7 +154,7 @@ def normalize(strings: pa.Array, tokenize: str = "none", lowercase_: bool = Fals
         not_n, p, s = _category_class("N", negate=True), _category_class("P"), _category_class("S")
         return _rewrite(strings, [(f"({not_n})({p})", r"\1 \2 "), (f"({p})({not_n})", r" \1 \2"),
                                   (f"({s})", r" \1 ")])
-    return pc.replace_substring_regex(strings, r"(?s)(.)", r"\1 ")  # char: every code point
+    return _byte_rewrite(strings, "_space_each_char")  # char: every code point a token
 
 
 def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
