@@ -13,7 +13,6 @@ import pytest
 import kbest_bleu as kb
 from kbest_bleu.cli import main
 from kbest_bleu.io import Columns, score_batches, score_parquet, score_table
-from kbest_bleu.nbest import read_nbest, write_nbest
 
 
 @pytest.fixture(scope="module")

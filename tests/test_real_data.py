@@ -42,8 +42,8 @@ def _real_sample(shared_data, n_per_source=1300, seed=0):
     """Real hypotheses with 1, 2 and 4 references from four corpora, seeded."""
     rng = np.random.default_rng(seed)
     hyps, refs = [], []
-    for name, cols in [("wmt22_news_systems.parquet", None), ("wmt12_segments.parquet", None),
-                       ("multeval.parquet", None), ("joshua_bn_en_kbest.parquet", None)]:
+    for name in ("wmt22_news_systems.parquet", "wmt12_segments.parquet", "multeval.parquet",
+                 "joshua_bn_en_kbest.parquet"):
         t = pq.read_table(shared_data / name, columns=["hypothesis", "references"])
         idx = rng.choice(t.num_rows, size=min(n_per_source, t.num_rows), replace=False)
         sub = t.take(idx)
