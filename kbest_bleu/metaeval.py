@@ -90,10 +90,11 @@ def _lookup(keys: pa.Table, query: pa.Table, names: Sequence[str], what: str) ->
     right = keys.select(list(names)).append_column("_k", pa.array(np.arange(keys.num_rows)))
     joined = left.join(right, list(names), join_type="left outer")
     q = joined["_q"].to_numpy()
-    k = joined["_k"].to_numpy(zero_copy_only=False)
-    if joined.num_rows != query.num_rows or np.isnan(k.astype(float)).any():
-        missing = int(q[np.isnan(k.astype(float))][0]) if np.isnan(k.astype(float)).any() else 0
-        raise InputError(f"{what}: no (unique) score for {query.slice(missing, 1).to_pylist()[0]}")
+    k = joined["_k"].to_numpy(zero_copy_only=False).astype(float)  # NaN where the key is absent
+    missing = np.isnan(k)
+    if joined.num_rows != query.num_rows or missing.any():  # absent, or present more than once
+        row = int(q[missing][0]) if missing.any() else 0
+        raise InputError(f"{what}: no (unique) score for {query.slice(row, 1).to_pylist()[0]}")
     out = np.empty(query.num_rows, np.int64)
     out[q] = k.astype(np.int64)
     return out

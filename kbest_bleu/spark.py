@@ -21,10 +21,9 @@ import pyarrow as pa
 
 from .bleu import sentence_scores, stats_order
 from .config import BleuConfig
-from .encode import encode, references_array, segment_references
 from .errors import InputError
 from .io import Columns, output_schema, score_batches
-from .stats import segment_argmax, stats_from_encoded
+from .stats import ngram_stats, segment_argmax
 
 ROW = "__kbest_row"
 
@@ -78,9 +77,9 @@ def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = 
     def summarize(table: pa.Table) -> pa.Table:
         table = table.sort_by(ROW)
         ptr = np.array([0, table.num_rows], np.int64)
-        refs = segment_references(references_array(table[columns.references].combine_chunks()), ptr, table.num_rows)
-        st = stats_from_encoded(encode(table[columns.hypothesis].combine_chunks(), refs, ptr, cfg.tokenize,
-                                       cfg.lowercase), stats_order(cfg), cfg.ref_length)
+        st = ngram_stats(table[columns.hypothesis], table[columns.references], np.zeros(table.num_rows, np.int64),
+                         max_order=stats_order(cfg), ref_length=cfg.ref_length, tokenize=cfg.tokenize,
+                         lowercase=cfg.lowercase)
         bleu = sentence_scores(st, cfg)
         best = int(segment_argmax(bleu, ptr)[0])
         one = 0 if columns.score is None else int(segment_argmax(table[columns.score].to_numpy(), ptr)[0])

@@ -18,12 +18,12 @@ import pyarrow.compute as pc
 
 from .bleu import corpus_score, sentence_scores, stats_order
 from .config import BleuConfig
-from .encode import references_array, segment_references
+from .encode import encode, references_array, segment_references
 from .errors import InputError
 from .kernels import _background_bleu, _greedy_oracle, _mira_epoch
 from .nbest import dense_features
-from .stats import BleuStats, ngram_stats, segment_argmax
-from .tokenize import tokenize
+from .stats import BleuStats, segment_argmax, stats_from_encoded
+from .tokenize import normalize, tokenize
 
 
 @dataclass(frozen=True)
@@ -100,16 +100,18 @@ class KbestLists:
         starts = np.r_[0, np.flatnonzero(np.diff(seg_sorted)) + 1] if len(rows) else np.zeros(0, np.int64)
         ptr = np.r_[starts, len(rows)].astype(np.int64)
         take = pa.array(rows)
-        seg_refs = segment_references(references_array(refs.take(pa.array(rows[ptr[:-1]]))), np.arange(len(ptr)),
-                                      len(ptr) - 1)
-        stats = ngram_stats(hyps.take(take), seg_refs, seg_sorted, max_order=stats_order(cfg), ref_length=cfg.ref_length,
-                            tokenize=cfg.tokenize, lowercase=cfg.lowercase)
-        _, ref_off = tokenize(pc.list_flatten(seg_refs), cfg.tokenize, cfg.lowercase)
-        per_seg = np.asarray(seg_refs.offsets, np.int64)
+        # the rows of a segment must share their references (checked on the kept rows)
+        seg_refs = segment_references(references_array(refs.take(take)), ptr, len(rows))
+        per_seg = np.asarray(seg_refs.offsets, np.int64) - seg_refs.offsets[0].as_py()
         if (np.diff(per_seg) == 0).any():
             bad = seg_sorted[ptr[:-1]][np.flatnonzero(np.diff(per_seg) == 0)[0]]
             raise InputError(f"KbestLists: segment {bad} has no references; tuning needs at least one per segment")
-        ref_len = np.minimum.reduceat(np.diff(ref_off).astype(np.float64), per_seg[:-1])
+        # keys are the tokens joined by single spaces: splitting them again on whitespace gives the
+        # same tokens, so the hypotheses are not tokenized twice; the references get the same rewrite
+        ref_text = normalize(pc.list_flatten(seg_refs), cfg.tokenize, cfg.lowercase).cast(pa.large_string())
+        enc = encode(keys.take(take), pa.LargeListArray.from_arrays(pa.array(per_seg), ref_text), ptr)
+        stats = stats_from_encoded(enc, stats_order(cfg), cfg.ref_length)
+        ref_len = np.minimum.reduceat(np.diff(enc.ref_ptr).astype(np.float64), enc.seg_ref_ptr[:-1])
         return cls(seg_sorted[ptr[:-1]], ptr, stats, values[rows], list(names), keys.take(take), ref_len,
                    None if model is None else model[rows])
 

@@ -185,3 +185,31 @@ def test_decoder_weights_and_tune_command(moses, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["bleu"] >= out["start_bleu"] and len(out["weights"]) == 14 and out["feature_names"][7] == "lm_0"
     assert out["start_bleu"] == pytest.approx(lists.corpus_bleu(lists.one_best(lists.decoder_weights())))
+
+
+def test_rows_of_a_segment_must_share_references():
+    table = pa.table({"segment_id": [0, 0], "hypothesis": ["a b", "a c"], "references": [["a b"], ["x y"]],
+                      "features": pa.array([[0.0], [1.0]], pa.list_(pa.float64()))})
+    with pytest.raises(kb.InputError, match="has references different from row"):
+        KbestLists.from_table(table)
+
+
+def test_container_statistics_equal_direct_scoring_under_13a(shared_data):
+    t = pq.read_table(shared_data / "joshua_bn_en_kbest.parquet")
+    t = t.filter(pc.equal(t["system"], "hiero"))
+    cfg = kb.BleuConfig(tokenize="13a", lowercase=True)
+    lists = KbestLists.from_table(t, cfg)
+    # score each kept candidate directly from its original text
+    text = {(s, h): (h, r) for s, h, r in zip(t["segment_id"].to_pylist(), t["hypothesis"].to_pylist(),
+                                               t["references"].to_pylist())}
+    keys = lists.keys.to_pylist()
+    labels = lists.segment_ids[lists.labels]
+    originals = {}
+    for (s, h), (raw, refs) in text.items():
+        toks, off = kb.tokenize.tokenize(pa.array([raw]), "13a", True)
+        originals.setdefault((s, " ".join(toks.to_pylist())), (raw, refs))
+    hyps = [originals[(s, k)][0] for s, k in zip(labels, keys)]
+    refs = [originals[(s, k)][1] for s, k in zip(labels, keys)]
+    direct = kb.ngram_stats(hyps, refs, labels, tokenize="13a", lowercase=True)
+    assert np.array_equal(direct.to_moses(), lists.stats.to_moses())
+    assert np.array_equal(direct.ref_len, lists.stats.ref_len)
