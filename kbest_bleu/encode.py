@@ -64,7 +64,7 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def _is_token_lists(t: pa.DataType) -> bool:
+def is_token_lists(t: pa.DataType) -> bool:
     return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_text(t.value_type)
 
 
@@ -78,10 +78,10 @@ def hypotheses_array(hypotheses: Any, row_offset: int = 0) -> pa.Array:
         _check_no_nulls(arr, "hypotheses", row_offset)
     if len(arr) == 0:
         return pa.array([], pa.string())
-    if not (_is_text(arr.type) or _is_token_lists(arr.type)):
+    if not (_is_text(arr.type) or is_token_lists(arr.type)):
         raise InputError(f"hypotheses: expected strings (or lists of token strings), found Arrow type {arr.type}")
     _check_no_nulls(arr, "hypotheses", row_offset)
-    if _is_token_lists(arr.type):
+    if is_token_lists(arr.type):
         _check_no_nulls(pc.list_flatten(arr), "hypothesis tokens")
     return arr
 
@@ -96,7 +96,7 @@ def references_array(references: Any, row_offset: int = 0) -> pa.Array:
     if _is_text(arr.type):
         arr = pa.ListArray.from_arrays(pa.array(np.arange(len(arr) + 1, dtype=np.int32)), arr)
     if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) or not (
-            _is_text(arr.type.value_type) or _is_token_lists(arr.type.value_type)
+            _is_text(arr.type.value_type) or is_token_lists(arr.type.value_type)
             or pa.types.is_null(arr.type.value_type)):
         raise InputError(f"references: expected a list of reference strings per entry, found Arrow type {arr.type}")
     _check_no_nulls(arr, "references", row_offset)
@@ -214,10 +214,10 @@ def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
         flat_refs = flat_refs.cast(hypotheses.type if _is_text(hypotheses.type) else pa.string())
     seg_ref_ptr = np.asarray(seg_refs.offsets, dtype=np.int64) - seg_refs.offsets[0].as_py()
     n_h = len(hypotheses)
-    if _is_token_lists(hypotheses.type) or _is_token_lists(flat_refs.type):
-        hyp_tok, hyp_ptr = (_token_lists(hypotheses, lowercase) if _is_token_lists(hypotheses.type)
+    if is_token_lists(hypotheses.type) or is_token_lists(flat_refs.type):
+        hyp_tok, hyp_ptr = (_token_lists(hypotheses, lowercase) if is_token_lists(hypotheses.type)
                             else tokenize_column(hypotheses, tokenize, lowercase))
-        ref_tok, ref_ptr = (_token_lists(flat_refs, lowercase) if _is_token_lists(flat_refs.type)
+        ref_tok, ref_ptr = (_token_lists(flat_refs, lowercase) if is_token_lists(flat_refs.type)
                             else tokenize_column(flat_refs, tokenize, lowercase))
         both = pa.concat_arrays([hyp_tok.cast(pa.large_string()), ref_tok.cast(pa.large_string())])
         ids = both.dictionary_encode().indices.to_numpy().astype(np.int32, copy=False)

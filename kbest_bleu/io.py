@@ -22,10 +22,10 @@ import pyarrow.parquet as pq
 
 from .bleu import BleuResult, corpus_score, sentence_scores, stats_order
 from .config import BleuConfig
-from .encode import (check_contiguous, encode, hypotheses_array, key_labels, references_array, run_starts,
+from .encode import (check_contiguous, hypotheses_array, key_labels, references_array, run_starts,
                      segment_references)
 from .errors import InputError
-from .stats import BleuStats, segment_argmax, stats_from_encoded
+from .stats import BleuStats, segment_argmax, segment_stats
 
 COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
 META_SIGNATURE = b"kbest_bleu.signature"
@@ -205,8 +205,7 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, c
         raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
                          "references; expected at least one per segment in a batch job (an empty string '' is a "
                          "valid, empty reference)")
-    stats = stats_from_encoded(encode(hyps, refs, seg_ptr, cfg.tokenize, cfg.lowercase), stats_order(cfg),
-                               cfg.ref_length)
+    stats = segment_stats(hyps, refs, seg_ptr, stats_order(cfg), cfg.ref_length, cfg.tokenize, cfg.lowercase)
     bleu = sentence_scores(stats, cfg)
     if tally is not None:
         score = None

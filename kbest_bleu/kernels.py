@@ -61,90 +61,197 @@ def _ref_length(hyp_len, ref_lens, policy):
 
 
 @njit(cache=True)
+def _new_trie(n_ref_ngrams):
+    """An empty reference n-gram trie with room for ``n_ref_ngrams`` nodes.
+
+    (keys, node, maxref, count, touched, shift): ``keys`` holds packed (parent, token) pairs,
+    ``node`` the node id of each slot, ``maxref[id]`` the clip count (max over references),
+    ``count``/``touched`` the per-pass counts and the nodes a pass has touched (each node at
+    most once per pass, so ``n_ref_ngrams + 1`` entries always suffice).
+    """
+    cap = _table_capacity(n_ref_ngrams)
+    return (np.full(cap, _EMPTY, np.int64), np.zeros(cap, np.int32), np.zeros(n_ref_ngrams + 1, np.int32),
+            np.zeros(n_ref_ngrams + 1, np.int32), np.empty(n_ref_ngrams + 1, np.int32), 62 - int(np.log2(cap)))
+
+
+@njit(cache=True)
+def _add_reference(trie, ids, a, b, n_orders, n_nodes):
+    """Insert the n-grams (orders 1..n_orders) of the reference ids[a:b]; each node's clip count
+    becomes the max of its count in this reference and before. Returns the number of nodes."""
+    keys, node, maxref, count, touched, shift = trie
+    mask = keys.shape[0] - 1
+    n_touched = 0
+    for i in range(a, b):
+        parent = 0
+        for n in range(min(n_orders, b - i)):
+            key = (np.int64(parent) << 32) | np.int64(ids[i + n])
+            s = _slot(key, shift)
+            while keys[s] != _EMPTY and keys[s] != key:
+                s = (s + 1) & mask
+            if keys[s] == _EMPTY:
+                n_nodes += 1
+                keys[s] = key
+                node[s] = n_nodes
+            child = node[s]
+            if count[child] == 0:
+                touched[n_touched] = child
+                n_touched += 1
+            count[child] += 1
+            parent = child
+    for t in range(n_touched):
+        v = touched[t]
+        if count[v] > maxref[v]:
+            maxref[v] = count[v]
+        count[v] = 0
+    return n_nodes
+
+
+@njit(cache=True)
+def _count_matches(trie, ids, a, b, n_orders, matches, row):
+    """Add the clipped matches of the hypothesis ids[a:b] to matches[row, :].
+
+    The hypothesis walks the trie from every position; an n-gram whose (n-1)-gram prefix is
+    not in the trie cannot match, so the walk stops there. A negative id stands for a token
+    that no reference has: it matches nothing.
+    """
+    keys, node, maxref, count, touched, shift = trie
+    mask = keys.shape[0] - 1
+    n_touched = 0
+    for i in range(a, b):
+        parent = 0
+        for n in range(min(n_orders, b - i)):
+            t = ids[i + n]
+            if t < 0:
+                break
+            key = (np.int64(parent) << 32) | np.int64(t)
+            s = _slot(key, shift)
+            while keys[s] != _EMPTY and keys[s] != key:
+                s = (s + 1) & mask
+            if keys[s] == _EMPTY:
+                break
+            v = node[s]
+            if count[v] == 0:
+                touched[n_touched] = v
+                n_touched += 1
+            count[v] += 1
+            if count[v] <= maxref[v]:
+                matches[row, n] += 1
+            parent = v
+    for t in range(n_touched):
+        count[touched[t]] = 0
+
+
+@njit(cache=True, inline="always")
+def _length_stats(c, ref_lens, policy, totals, hyp_len, ref_len, row):
+    """hyp_len, ref_len and the n-gram totals l_n = max(0, c - n + 1) of a hypothesis of length c."""
+    hyp_len[row] = c
+    ref_len[row] = _ref_length(c, ref_lens, policy)
+    for n in range(totals.shape[1]):
+        totals[row, n] = max(0, c - n)
+
+
+@njit(cache=True)
+def _copy_row(src, dst, matches, totals, hyp_len, ref_len):
+    for n in range(matches.shape[1]):
+        matches[dst, n] = matches[src, n]
+        totals[dst, n] = totals[src, n]
+    hyp_len[dst] = hyp_len[src]
+    ref_len[dst] = ref_len[src]
+
+
+@njit(cache=True, inline="always")
+def _mix(h, x):
+    """One step of a multiplicative hash over 62 bits (equal under the JIT and plain Python)."""
+    return ((h ^ int(x)) * 0x5851F42D4C957F2D) & _LOW62
+
+
+@njit(cache=True)
+def _hash_ids(ids, a, b):
+    h = b - a
+    for i in range(a, b):
+        h = _mix(h, ids[i])
+    return h ^ (h >> 29)
+
+
+@njit(cache=True)
+def _hash_bytes(data, a, b):
+    """Hash of data[a:b] (uint8), eight bytes per multiplication."""
+    h = b - a
+    i = a
+    while i + 8 <= b:
+        w = 0
+        for k in range(8):
+            w |= int(data[i + k]) << (8 * k)
+        h = _mix(h, w)
+        i += 8
+    w = 0
+    for k in range(b - i):
+        w |= int(data[i + k]) << (8 * k)
+    h = _mix(h, w)
+    return h ^ (h >> 29)
+
+
+@njit(cache=True)
+def _seen_before(data, ptr, r, h, rows, hashes):
+    """Exact duplicate detection within a segment: the earlier row q whose data[ptr[q]:ptr[q+1]]
+    equals row r's (``h`` its hash), or -1 after recording row r. ``rows`` (int64, -1 = empty,
+    power-of-two size) and ``hashes`` form an open-addressing table; equal hashes are confirmed
+    element by element, so only true duplicates are reported."""
+    mask = rows.shape[0] - 1
+    a, b = ptr[r], ptr[r + 1]
+    s = h & mask
+    while rows[s] >= 0:
+        q = rows[s]
+        if hashes[s] == h and ptr[q + 1] - ptr[q] == b - a:
+            qa = ptr[q]
+            same = True
+            for j in range(b - a):
+                if data[qa + j] != data[a + j]:
+                    same = False
+                    break
+            if same:
+                return q
+        s = (s + 1) & mask
+    rows[s] = r
+    hashes[s] = h
+    return -1
+
+
+@njit(cache=True)
+def _new_row_table(n_rows):
+    cap = _table_capacity(n_rows)
+    return np.full(cap, -1, np.int64), np.empty(cap, np.int64)
+
+
+@njit(cache=True)
 def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, policy,
                    matches, totals, hyp_len, ref_len, out0):
     """Statistics of hypotheses h0..h1-1 against references r0..r1-1 (one segment), written to
     output rows out0.. (out0 = h0 for one row per hypothesis).
 
-    Builds the reference n-gram trie once: ``keys`` holds packed (parent, token) pairs,
-    ``node`` the node id of each slot, ``maxref[id]`` the clip count (max over references).
-    Each hypothesis then walks the trie from every position; an n-gram whose (n-1)-gram
-    prefix is not in the table cannot match, so the walk stops there.
+    Builds the reference n-gram trie once, then walks it with each distinct hypothesis; a
+    hypothesis with the same ids as an earlier one of the segment gets a copy of its row.
     """
     n_ref_ngrams = 0
-    max_ref = 0
-    for r in range(r0, r1):
-        ln = ref_ptr[r + 1] - ref_ptr[r]
-        n_ref_ngrams += ln * n_orders
-        max_ref = max(max_ref, ln)
-    cap = _table_capacity(n_ref_ngrams)
-    mask = cap - 1
-    shift = 62 - int(np.log2(cap))
-    keys = np.full(cap, _EMPTY, np.int64)
-    node = np.zeros(cap, np.int32)
-    maxref = np.zeros(n_ref_ngrams + 1, np.int32)
-    count = np.zeros(n_ref_ngrams + 1, np.int32)
-    touched = np.empty(max_ref * n_orders + 1, np.int32)
     ref_lens = np.empty(r1 - r0, np.int64)
-    n_nodes = 0
-
     for r in range(r0, r1):
-        a, b = ref_ptr[r], ref_ptr[r + 1]
-        ref_lens[r - r0] = b - a
-        n_touched = 0
-        for i in range(a, b):
-            parent = 0
-            for n in range(min(n_orders, b - i)):
-                key = (np.int64(parent) << 32) | np.int64(ref_tok[i + n])
-                s = _slot(key, shift)
-                while keys[s] != _EMPTY and keys[s] != key:
-                    s = (s + 1) & mask
-                if keys[s] == _EMPTY:
-                    n_nodes += 1
-                    keys[s] = key
-                    node[s] = n_nodes
-                child = node[s]
-                if count[child] == 0:
-                    touched[n_touched] = child
-                    n_touched += 1
-                count[child] += 1
-                parent = child
-        for t in range(n_touched):
-            v = touched[t]
-            if count[v] > maxref[v]:
-                maxref[v] = count[v]
-            count[v] = 0
-
+        ref_lens[r - r0] = ref_ptr[r + 1] - ref_ptr[r]
+        n_ref_ngrams += ref_lens[r - r0] * n_orders
+    trie = _new_trie(n_ref_ngrams)
+    n_nodes = 0
+    for r in range(r0, r1):
+        n_nodes = _add_reference(trie, ref_tok, ref_ptr[r], ref_ptr[r + 1], n_orders, n_nodes)
+    rows, hashes = _new_row_table(h1 - h0)
     for h in range(h0, h1):
         a, b = hyp_ptr[h], hyp_ptr[h + 1]
-        c = b - a
         row = out0 + h - h0
-        hyp_len[row] = c
-        ref_len[row] = _ref_length(c, ref_lens, policy)
-        for n in range(n_orders):
-            totals[row, n] = max(0, c - n)
-        if n_nodes == 0:
+        q = _seen_before(tok, hyp_ptr, h, _hash_ids(tok, a, b), rows, hashes)
+        if q >= 0:
+            _copy_row(out0 + q - h0, row, matches, totals, hyp_len, ref_len)
             continue
-        n_touched = 0
-        for i in range(a, b):
-            parent = 0
-            for n in range(min(n_orders, b - i)):
-                key = (np.int64(parent) << 32) | np.int64(tok[i + n])
-                s = _slot(key, shift)
-                while keys[s] != _EMPTY and keys[s] != key:
-                    s = (s + 1) & mask
-                if keys[s] == _EMPTY:
-                    break
-                v = node[s]
-                if count[v] == 0:
-                    touched[n_touched] = v
-                    n_touched += 1
-                count[v] += 1
-                if count[v] <= maxref[v]:
-                    matches[row, n] += 1
-                parent = v
-        for t in range(n_touched):
-            count[touched[t]] = 0
+        _length_stats(b - a, ref_lens, policy, totals, hyp_len, ref_len, row)
+        if n_nodes > 0:
+            _count_matches(trie, tok, a, b, n_orders, matches, row)
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -203,51 +310,58 @@ def _wide_space_width(data, i, end, wide_space):
 
 
 @njit(cache=True, inline="always")
-def _bytes_hash(data, a, b):
-    """FNV-1a over data[a:b], kept below 2**62 so JIT and plain Python agree."""
-    h = 0x4BF29CE484222325
-    for i in range(a, b):
-        h = ((h ^ int(data[i])) * 0x100000001B3) & _LOW62
-    return h
+def _space_width(data, i, end, byte_class, wide_space):
+    """Byte length of the whitespace character starting at data[i], or 0 if it is not one."""
+    c = byte_class[data[i]]
+    if c == BYTE_SPACE:
+        return 1
+    if c == BYTE_MAY_SPACE:
+        return _wide_space_width(data, i, end, wide_space)
+    return 0
+
+
+@njit(cache=True)
+def _next_token(data, i, end, byte_class, wide_space):
+    """Byte bounds (start, stop) of the first token of data[i:end] split on Python whitespace,
+    or (-1, end) when only whitespace is left.
+
+    ``byte_class`` (uint8[256]) marks ASCII whitespace and the lead bytes of multi-byte
+    whitespace characters; only those are decoded (in valid UTF-8 a lead byte never appears
+    inside another character).
+    """
+    while i < end:
+        width = _space_width(data, i, end, byte_class, wide_space)
+        if width == 0:
+            break
+        i += width
+    if i >= end:
+        return -1, end
+    start = i
+    while i < end and _space_width(data, i, end, byte_class, wide_space) == 0:
+        i += 1
+    return start, i
 
 
 @njit(cache=True)
 def _token_bounds(data, offsets, r0, r1, byte_class, wide_space, ptr, starts, ends, hashes):
-    """Tokens of strings r0..r1-1, split on Python whitespace.
+    """Tokens of strings r0..r1-1, split on Python whitespace (:func:`_next_token`).
 
     Count mode (``starts`` empty): ptr[r + 1] = number of tokens of string r. Fill mode: the
     tokens of string r go to positions ptr[r]..: byte bounds in starts/ends, hash in hashes.
-    ``byte_class`` (uint8[256]) marks ASCII whitespace and the lead bytes of multi-byte
-    whitespace characters; only those are decoded (in valid UTF-8 a lead byte never appears
-    inside another character).
     """
     fill = starts.shape[0] > 0
     for r in range(r0, r1):
         i, end = offsets[r], offsets[r + 1]
         t = ptr[r] if fill else 0
-        tok_start = -1
-        while i <= end:
-            width = 1  # at the end of the string, close the open token
-            if i < end:
-                c = byte_class[data[i]]
-                width = 0
-                if c == BYTE_SPACE:
-                    width = 1
-                elif c == BYTE_MAY_SPACE:
-                    width = _wide_space_width(data, i, end, wide_space)
-            if width > 0:
-                if tok_start >= 0:
-                    if fill:
-                        starts[t] = tok_start
-                        ends[t] = i
-                        hashes[t] = _bytes_hash(data, tok_start, i)
-                    t += 1
-                    tok_start = -1
-                i += width
-            else:
-                if tok_start < 0:
-                    tok_start = i
-                i += 1
+        while True:
+            a, i = _next_token(data, i, end, byte_class, wide_space)
+            if a < 0:
+                break
+            if fill:
+                starts[t] = a
+                ends[t] = i
+                hashes[t] = _hash_bytes(data, a, i)
+            t += 1
         if not fill:
             ptr[r + 1] = t
 
@@ -339,6 +453,157 @@ def _split_intern(data, offsets, byte_class, wide_space):
                     break
             s = (s + 1) & mask
     return ids, ptr, first[:n_ids], length[:n_ids]
+
+
+@njit(cache=True)
+def _lookup_tokens(buf, i, end, byte_class, wide_space, vocab, ref_data, ids):
+    """Split buf[i:end] on Python whitespace and write the vocabulary id of each token to ids
+    (-1 for a token that is not in the vocabulary). Returns the number of tokens.
+
+    ``vocab`` = (table, hashes, starts, lengths): token v is ref_data[starts[v]:starts[v] +
+    lengths[v]]; equal hashes are confirmed byte by byte.
+    """
+    table, hashes, starts, lengths = vocab
+    mask = table.shape[0] - 1
+    c = 0
+    while True:
+        a, i = _next_token(buf, i, end, byte_class, wide_space)
+        if a < 0:
+            return c
+        h = _hash_bytes(buf, a, i)
+        s = h & mask
+        found = -1
+        while table[s] >= 0:
+            v = table[s]
+            if hashes[v] == h and lengths[v] == i - a:
+                va = starts[v]
+                same = True
+                for j in range(i - a):
+                    if ref_data[va + j] != buf[a + j]:
+                        same = False
+                        break
+                if same:
+                    found = v
+                    break
+            s = (s + 1) & mask
+        ids[c] = found
+        c += 1
+
+
+@njit(cache=True)
+def _reference_vocab(ref_data, ref_off, r0, r1, byte_class, wide_space):
+    """Tokens of references r0..r1-1 as ids of a vocabulary local to the segment.
+
+    Returns (vocab, ids int32[T], ptr int64[r1-r0+1]); vocab as in :func:`_lookup_tokens`.
+    """
+    n_bytes = ref_off[r1] - ref_off[r0]
+    bound = (n_bytes + (r1 - r0)) // 2 + 1  # a token and its separator take two bytes or more
+    cap = _table_capacity(bound)
+    table = np.full(cap, -1, np.int32)
+    hashes = np.empty(bound, np.int64)
+    starts = np.empty(bound, np.int64)
+    lengths = np.empty(bound, np.int64)
+    ids = np.empty(bound, np.int32)
+    ptr = np.zeros(r1 - r0 + 1, np.int64)
+    n_ids = 0
+    t = 0
+    for r in range(r0, r1):
+        i, end = ref_off[r], ref_off[r + 1]
+        while True:
+            a, i = _next_token(ref_data, i, end, byte_class, wide_space)
+            if a < 0:
+                break
+            h = _hash_bytes(ref_data, a, i)
+            s = h & (cap - 1)
+            while True:
+                v = table[s]
+                if v < 0:
+                    table[s] = v = n_ids
+                    hashes[v], starts[v], lengths[v] = h, a, i - a
+                    n_ids += 1
+                    break
+                if hashes[v] == h and lengths[v] == i - a:
+                    va = starts[v]
+                    same = True
+                    for j in range(i - a):
+                        if ref_data[va + j] != ref_data[a + j]:
+                            same = False
+                            break
+                    if same:
+                        break
+                s = (s + 1) & (cap - 1)
+            ids[t] = v
+            t += 1
+        ptr[r - r0 + 1] = t
+    return (table, hashes, starts, lengths), ids, ptr
+
+
+@njit(cache=True)
+def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_orders, policy, rules,
+                        byte_class, wide_space, matches, totals, hyp_len, ref_len):
+    """:func:`_segment_stats` straight from UTF-8 text: hypotheses h0..h1-1 against references
+    r0..r1-1 (already tokenized text, split on whitespace).
+
+    Token ids are local to the segment: the references' tokens form the vocabulary, and a
+    hypothesis token outside it can match nothing (id -1), so hypothesis tokens are looked up,
+    never inserted. A hypothesis whose bytes equal an earlier one's gets a copy of its row.
+    ``rules``: 0 = hypotheses are already tokenized text; 1 = apply the 13a/zh regex rules
+    (:func:`_apply_13a_rules`) to each hypothesis first; 2 = the same with 13a's padding.
+    """
+    vocab, rid, rptr = _reference_vocab(ref_data, ref_off, r0, r1, byte_class, wide_space)
+    ref_lens = rptr[1:] - rptr[:-1]
+    trie = _new_trie(rptr[-1] * n_orders)
+    n_nodes = 0
+    for r in range(r1 - r0):
+        n_nodes = _add_reference(trie, rid, rptr[r], rptr[r + 1], n_orders, n_nodes)
+    longest = 0
+    for h in range(h0, h1):
+        longest = max(longest, hyp_off[h + 1] - hyp_off[h])
+    b1, b2, b3, b4 = _rules_buffers(longest if rules else 0)
+    hid = np.empty((b4.shape[0] if rules else longest) // 2 + 1, np.int32)
+    rows, hashes = _new_row_table(h1 - h0)
+    for h in range(h0, h1):
+        a, b = hyp_off[h], hyp_off[h + 1]
+        q = _seen_before(hyp_data, hyp_off, h, _hash_bytes(hyp_data, a, b), rows, hashes)
+        if q >= 0:
+            _copy_row(q, h, matches, totals, hyp_len, ref_len)
+            continue
+        if rules:
+            m = _apply_13a_rules(hyp_data, a, b - a, rules == 2, b1, b2, b3, b4)
+            c = _lookup_tokens(b4, 0, m, byte_class, wide_space, vocab, ref_data, hid)
+        else:
+            c = _lookup_tokens(hyp_data, a, b, byte_class, wide_space, vocab, ref_data, hid)
+        _length_stats(c, ref_lens, policy, totals, hyp_len, ref_len, h)
+        if n_nodes > 0:
+            _count_matches(trie, hid, 0, c, n_orders, matches, h)
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _text_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, n_orders, policy, rules,
+                byte_class, wide_space):
+    """:func:`_ngram_stats` from text, in parallel over segments (no global token ids).
+
+    Parameters
+    ----------
+    hyp_data : uint8[B], hyp_off : int64[H+1]   hypothesis h is hyp_data[hyp_off[h]:hyp_off[h+1]]
+    ref_data : uint8[Br], ref_off : int64[R+1]  tokenized references (tokens split on whitespace)
+    seg_hyp_ptr, seg_ref_ptr : int64[S+1]       rows and references of each segment
+    n_orders, policy                            as :func:`_ngram_stats`
+    rules : int                                 see :func:`_text_segment_stats`
+    byte_class, wide_space                      see :func:`_next_token`
+
+    Returns matches, totals int32[H, n_orders], hyp_len, ref_len int32[H].
+    """
+    n_hyp = hyp_off.shape[0] - 1
+    matches = np.zeros((n_hyp, n_orders), np.int32)
+    totals = np.zeros((n_hyp, n_orders), np.int32)
+    hyp_len = np.zeros(n_hyp, np.int32)
+    ref_len = np.zeros(n_hyp, np.int32)
+    for s in prange(seg_hyp_ptr.shape[0] - 1):
+        _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
+                            seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy, rules, byte_class, wide_space,
+                            matches, totals, hyp_len, ref_len)
+    return matches, totals, hyp_len, ref_len
 
 
 @njit(cache=True)
@@ -552,8 +817,9 @@ def _is_dot_comma(b):
 
 
 @njit(cache=True)
-def _apply_13a_rules(src, a, n, b1, b2, b3, out):
-    r"""sacrebleu TokenizerRegexp's four re.sub rules, one exact pass each, over src[a:a+n] (UTF-8):
+def _apply_13a_rules(src, a, n, pad, b1, b2, b3, out):
+    r"""sacrebleu TokenizerRegexp's four re.sub rules, one exact pass each, over src[a:a+n] (UTF-8),
+    with ``pad``: over `` src ``, as Tokenizer13a pads the line with a space on each side:
 
     1. ``([\{-\~\[-\` -\&\(-\+\:-\@\/])`` -> `` \1 ``
     2. ``([^0-9])([\.,])`` -> ``\1 \2 ``
@@ -563,9 +829,13 @@ def _apply_13a_rules(src, a, n, b1, b2, b3, out):
     re.sub scans left to right and resumes after each match. Stepping byte by byte is exact here:
     every byte the rules test is ASCII and UTF-8 continuation bytes are never digits, '.', ',' or
     '-', so a multi-byte character is matched and copied exactly as the code-point regex does.
-    Buffers: b1 >= 3n, b2 >= 2 len(b1), b3 >= 2 len(b2), out >= 2 len(b3). Returns the length in out.
+    Buffers: b1 >= 3(n + 2), b2 >= 2 len(b1), b3 >= 2 len(b2), out >= 2 len(b3) (:func:`_rules_buffers`).
+    Returns the length of the result in out.
     """
     m = 0
+    if pad:  # rule 1 turns the padding space into three spaces
+        b1[0] = b1[1] = b1[2] = 32
+        m = 3
     for i in range(a, a + n):  # rule 1
         b = src[i]
         if (0x7B <= b <= 0x7E) or (0x5B <= b <= 0x60) or (0x20 <= b <= 0x26) or (0x28 <= b <= 0x2B) \
@@ -577,6 +847,9 @@ def _apply_13a_rules(src, a, n, b1, b2, b3, out):
         else:
             b1[m] = b
             m += 1
+    if pad:
+        b1[m] = b1[m + 1] = b1[m + 2] = 32
+        m += 3
     n1, m, i = m, 0, 0
     while i < n1:  # rule 2
         b2[m] = b1[i]
@@ -617,8 +890,16 @@ def _apply_13a_rules(src, a, n, b1, b2, b3, out):
     return m
 
 
+@njit(cache=True)
+def _rules_buffers(longest):
+    """Scratch buffers of :func:`_apply_13a_rules` for strings of up to ``longest`` bytes."""
+    n1 = 3 * (longest + 2)
+    return (np.empty(n1, np.uint8), np.empty(2 * n1, np.uint8), np.empty(4 * n1, np.uint8),
+            np.empty(8 * n1, np.uint8))
+
+
 @njit(cache=True, parallel=True, nogil=True)
-def _rewrite_13a(data, offsets):
+def _rewrite_13a(data, offsets, pad):
     """:func:`_apply_13a_rules` on every string (parallel over row chunks: one pass to size the
     output, one to fill it). Returns (bytes uint8[B'], offsets int64[n+1])."""
     n = offsets.shape[0] - 1
@@ -635,12 +916,9 @@ def _rewrite_13a(data, offsets):
             longest = 0
             for r in range(cut[c], cut[c + 1]):
                 longest = max(longest, offsets[r + 1] - offsets[r])
-            b1 = np.empty(3 * longest + 1, np.uint8)
-            b2 = np.empty(6 * longest + 1, np.uint8)
-            b3 = np.empty(12 * longest + 1, np.uint8)
-            b4 = np.empty(24 * longest + 1, np.uint8)
+            b1, b2, b3, b4 = _rules_buffers(longest)
             for r in range(cut[c], cut[c + 1]):
-                m = _apply_13a_rules(data, offsets[r], offsets[r + 1] - offsets[r], b1, b2, b3, b4)
+                m = _apply_13a_rules(data, offsets[r], offsets[r + 1] - offsets[r], pad, b1, b2, b3, b4)
                 if fill:
                     out[out_off[r]:out_off[r] + m] = b4[:m]
                 else:

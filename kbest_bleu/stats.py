@@ -7,10 +7,14 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import kernels
-from .encode import Encoded, encode, hypotheses_array, references_array, segment_pointers, segment_references
+from .encode import (Encoded, encode, hypotheses_array, is_token_lists, references_array, segment_pointers,
+                     segment_references)
 from .errors import InputError
+from .tokenize import BYTE_CLASS, WIDE_SPACE, normalize, prepare, string_buffers
 
 REF_LENGTH_POLICIES = {"closest": kernels.REF_CLOSEST, "shortest": kernels.REF_SHORTEST,
                        "average": kernels.REF_AVERAGE}
@@ -119,15 +123,50 @@ def segment_argmax(values: np.ndarray, seg_ptr: np.ndarray) -> np.ndarray:
     return order[seg_ptr[:-1]]
 
 
-def stats_from_encoded(enc: Encoded, max_order: int = 4, ref_length: str = "closest") -> BleuStats:
-    """Run the kernel on already encoded CSR arrays (see :class:`kbest_bleu.encode.Encoded`)."""
+def _kernel_args(max_order: int, ref_length: str) -> tuple[int, int]:
+    """(number of orders counted, reference-length policy code) after validation."""
     if not 1 <= max_order <= MAX_SUPPORTED_ORDER:
         raise InputError(f"max_order: expected an integer from 1 to {MAX_SUPPORTED_ORDER}, found {max_order!r}")
     if ref_length not in REF_LENGTH_POLICIES:
         raise InputError(f"ref_length: expected one of {', '.join(REF_LENGTH_POLICIES)}, found {ref_length!r}")
+    return int(max_order) + 1, REF_LENGTH_POLICIES[ref_length]
+
+
+def stats_from_encoded(enc: Encoded, max_order: int = 4, ref_length: str = "closest") -> BleuStats:
+    """Run the kernel on already encoded CSR arrays (see :class:`kbest_bleu.encode.Encoded`)."""
+    n_orders, policy = _kernel_args(max_order, ref_length)
     m, t, c, r = kernels._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
-                                      enc.seg_ref_ptr, int(max_order) + 1, REF_LENGTH_POLICIES[ref_length])
+                                      enc.seg_ref_ptr, n_orders, policy)
     return BleuStats(m, t, c, r)
+
+
+def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, max_order: int = 4,
+                    ref_length: str = "closest", tokenize: str = "none", lowercase: bool = False) -> BleuStats:
+    """Statistics straight from text, without global token ids (:func:`kbest_bleu.kernels._text_stats`).
+
+    hypotheses : Arrow string array (H); seg_refs : Arrow list<string>, the references of each
+    segment (S); seg_hyp_ptr : int64[S+1] row pointers of the segments. References are
+    tokenized once per segment by Arrow; the 13a/zh rules of the hypotheses run inside the kernel.
+    """
+    n_orders, policy = _kernel_args(max_order, ref_length)
+    hyp_text, rules = prepare(hypotheses, tokenize, lowercase)
+    flat = pc.list_flatten(seg_refs)
+    ref_text = normalize(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize, lowercase)
+    seg_ref_ptr = np.asarray(seg_refs.offsets, dtype=np.int64) - seg_refs.offsets[0].as_py()
+    m, t, c, r = kernels._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
+                                     np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr, n_orders,
+                                     policy, rules, BYTE_CLASS, WIDE_SPACE)
+    return BleuStats(m, t, c, r)
+
+
+def segment_stats(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, max_order: int = 4,
+                  ref_length: str = "closest", tokenize: str = "none", lowercase: bool = False) -> BleuStats:
+    """Statistics of validated inputs (see :func:`stats_from_text` for the arguments): text takes
+    the fused text kernel, pre-tokenized lists (list<string>) are encoded to ids first."""
+    if is_token_lists(hypotheses.type) or is_token_lists(seg_refs.type.value_type):
+        return stats_from_encoded(encode(hypotheses, seg_refs, seg_hyp_ptr, tokenize, lowercase), max_order,
+                                  ref_length)
+    return stats_from_text(hypotheses, seg_refs, seg_hyp_ptr, max_order, ref_length, tokenize, lowercase)
 
 
 def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, *, max_order: int = 4,
@@ -151,4 +190,4 @@ def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, *, max_o
     hyps = hypotheses_array(hypotheses)
     seg_ptr = segment_pointers(segments, len(hyps))
     refs = segment_references(references_array(references), seg_ptr, len(hyps))
-    return stats_from_encoded(encode(hyps, refs, seg_ptr, tokenize, lowercase), max_order, ref_length)
+    return segment_stats(hyps, refs, seg_ptr, max_order, ref_length, tokenize, lowercase)

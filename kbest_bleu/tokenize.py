@@ -72,20 +72,15 @@ _ZH_RANGES = [(0x3400, 0x4DB5), (0x4E00, 0x9FA5), (0x9FA6, 0x9FBB), (0xF900, 0xF
 _ZH_CLASS = _char_class({c for a, b in _ZH_RANGES for c in range(a, b + 1)})
 
 
-def _byte_rewrite(strings: pa.Array, kernel: str) -> pa.Array:
-    """Apply a numba rewrite kernel of :mod:`kbest_bleu.kernels` ((bytes, offsets) -> (bytes,
-    offsets)) to a whole string column."""
+def _byte_rewrite(strings: pa.Array, kernel: str, *args) -> pa.Array:
+    """Apply a numba rewrite kernel of :mod:`kbest_bleu.kernels` ((bytes, offsets, *args) ->
+    (bytes, offsets)) to a whole string column."""
     from . import kernels
     if len(strings) == 0:
         return strings
-    data, offsets = _string_buffers(strings)
-    out, out_off = getattr(kernels, kernel)(data, offsets)
+    data, offsets = string_buffers(strings)
+    out, out_off = getattr(kernels, kernel)(data, offsets, *args)
     return pa.LargeStringArray.from_buffers(len(strings), pa.py_buffer(out_off), pa.py_buffer(out))
-
-
-def _rules_13a(strings: pa.Array) -> pa.Array:
-    """sacrebleu TokenizerRegexp (the 13a and zh rules) in one numba pass per rule over the bytes."""
-    return _byte_rewrite(strings, "_rewrite_13a")
 
 
 def _rewrite(strings: pa.Array, rules) -> pa.Array:
@@ -133,32 +128,47 @@ def _unescape_13a(strings: pa.Array) -> pa.Array:
     return _patch_rows(strings, pc.match_substring_regex(strings, _UNESCAPE_ANY), fix)
 
 
-def normalize(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> pa.Array:
-    """sacrebleu's preprocessing and tokenizer as string rewrites: the tokens are then the
-    ``str.split()`` of each result (see :func:`tokenize`)."""
+RULES_NONE, RULES_ZH, RULES_13A = 0, 1, 2  # what is left to do after prepare(): kernels._apply_13a_rules
+
+
+def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> tuple[pa.Array, int]:
+    """sacrebleu's preprocessing and tokenizer up to its last step, the four regex rules of
+    13a/zh: those run per string inside the numba kernels.
+
+    Returns the rewritten strings and which rules are left: RULES_NONE (the strings are
+    final), RULES_ZH (the rules), RULES_13A (the rules on the string padded with one space on
+    each side).
+    """
     if tokenize not in TOKENIZERS:
         raise InputError(f"unknown tokenizer {tokenize!r}: expected one of {', '.join(TOKENIZERS)}")
     if lowercase_:
         strings = lowercase(strings)
     if tokenize == "none":
-        return strings
+        return strings, RULES_NONE
     strings = pc.utf8_rtrim(strings, characters=_PY_SPACE)
     if tokenize == "13a":
-        strings = _unescape_13a(strings)
-        blank, empty = pa.scalar(" ", strings.type), pa.scalar("", strings.type)
-        return _rules_13a(pc.binary_join_element_wise(blank, strings, blank, empty))
+        return _unescape_13a(strings), RULES_13A
     if tokenize == "zh":
         strings = pc.utf8_trim(strings, characters=_PY_SPACE)
-        return _rules_13a(pc.replace_substring_regex(strings, f"({_ZH_CLASS})", r" \1 "))
+        return pc.replace_substring_regex(strings, f"({_ZH_CLASS})", r" \1 "), RULES_ZH
     if tokenize == "intl":  # mteval-v14 international rules, sacrebleu TokenizerV14International
         not_n, p, s = _category_class("N", negate=True), _category_class("P"), _category_class("S")
         return _rewrite(strings, [(f"({not_n})({p})", r"\1 \2 "), (f"({p})({not_n})", r" \1 \2"),
-                                  (f"({s})", r" \1 ")])
-    return _byte_rewrite(strings, "_space_each_char")  # char: every code point a token
+                                  (f"({s})", r" \1 ")]), RULES_NONE
+    return _byte_rewrite(strings, "_space_each_char"), RULES_NONE  # char: every code point a token
 
 
-def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def normalize(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> pa.Array:
+    """sacrebleu's preprocessing and tokenizer as string rewrites: the tokens are then the
+    ``str.split()`` of each result (see :func:`tokenize`)."""
+    strings, rules = prepare(strings, tokenize, lowercase_)
+    return strings if rules == RULES_NONE else _byte_rewrite(strings, "_rewrite_13a", rules == RULES_13A)
+
+
+def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 UTF-8 bytes, int64 offsets[n+1]) of an Arrow string/large_string array, zero-copy."""
+    if len(strings) == 0:
+        return np.zeros(1, np.uint8), np.zeros(1, np.int64)
     _, off_buf, data_buf = strings.buffers()
     off_type = np.int64 if pa.types.is_large_string(strings.type) else np.int32
     offsets = np.frombuffer(off_buf, off_type)[strings.offset:strings.offset + len(strings) + 1].astype(np.int64)
@@ -167,7 +177,7 @@ def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _byte_classes() -> tuple[np.ndarray, np.ndarray]:
-    """The whitespace tables of :func:`kbest_bleu.kernels._token_bounds`, from Python's set."""
+    """The whitespace tables of :func:`kbest_bleu.kernels._next_token`, from Python's set."""
     from .kernels import BYTE_MAY_SPACE, BYTE_SPACE
     classes = np.zeros(256, np.uint8)
     wide = []
@@ -180,7 +190,7 @@ def _byte_classes() -> tuple[np.ndarray, np.ndarray]:
     return classes, np.array(wide, np.int64)
 
 
-_BYTE_CLASS, _WIDE_SPACE = _byte_classes()
+BYTE_CLASS, WIDE_SPACE = _byte_classes()
 
 
 def split_ids(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -193,8 +203,8 @@ def split_ids(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     from .kernels import _split_intern
     if len(strings) == 0:
         return np.zeros(0, np.int32), np.zeros(1, np.int64), pa.array([], pa.string())
-    data, offsets = _string_buffers(strings)
-    ids, ptr, first, length = _split_intern(data, offsets, _BYTE_CLASS, _WIDE_SPACE)
+    data, offsets = string_buffers(strings)
+    ids, ptr, first, length = _split_intern(data, offsets, BYTE_CLASS, WIDE_SPACE)
     vocab_offsets = np.zeros(len(first) + 1, np.int64)
     np.cumsum(length, out=vocab_offsets[1:])
     gather = np.repeat(first - vocab_offsets[:-1], length) + np.arange(vocab_offsets[-1])

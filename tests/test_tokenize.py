@@ -108,18 +108,22 @@ def test_wmt22_corpus_bleu_per_system_equals_sacrebleu(shared_data):
 
 
 def test_references_are_tokenized_once_per_segment(monkeypatch):
-    from kbest_bleu import encode
+    from kbest_bleu import stats
     seen = []
-    real = encode.normalize
 
-    def spy(strings, *args):
-        seen.append(len(strings))
-        return real(strings, *args)
-    monkeypatch.setattr(encode, "normalize", spy)
+    def spy(name):
+        real = getattr(stats, name)
+
+        def wrapped(strings, *args):
+            seen.append((name, len(strings)))
+            return real(strings, *args)
+        monkeypatch.setattr(stats, name, wrapped)
+    spy("prepare")  # hypotheses
+    spy("normalize")  # references
     hyps = [f"h {i}" for i in range(300)]
     per_row_refs = [[f"ref {i // 100} a", f"ref {i // 100} b"] for i in range(300)]
     kb.score_kbest(hyps, per_row_refs, [i // 100 for i in range(300)], tokenize="13a")
-    assert seen == [300 + 6]  # one pass: 300 hypotheses + 3 segments x 2 references (not 300 x 2)
+    assert sorted(seen) == [("normalize", 6), ("prepare", 300)]  # 3 segments x 2 references, not 300 x 2
 
 
 @pytest.mark.parametrize("name", TOKENIZERS)
