@@ -13,9 +13,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import kernels
 from .errors import InputError
 from .tokenize import lowercase as lowercase_column
-from .tokenize import normalize, split_ids
+from .tokenize import prepare, split_ids, string_buffers
 from .tokenize import tokenize as tokenize_column
 
 
@@ -54,6 +55,21 @@ def _to_arrow(values: Any, what: str) -> pa.Array:
     return values
 
 
+def _null_lists_as_strings(arr: pa.Array) -> pa.Array:
+    """Lists whose items Arrow typed as null because every list is empty (``[[]]``, or
+    ``[[[]]]`` for references) become lists of strings: empty token lists are valid input."""
+    def fix(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_null(t):
+            return pa.string()
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return (pa.large_list if pa.types.is_large_list(t) else pa.list_)(fix(t.value_type))
+        return t
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        target = fix(arr.type)
+        return arr if target == arr.type else arr.cast(target)
+    return arr
+
+
 def _check_no_nulls(arr: pa.Array, what: str, row_offset: int = 0) -> None:
     if arr.null_count:
         row = row_offset + int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
@@ -68,6 +84,10 @@ def is_token_lists(t: pa.DataType) -> bool:
     return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_text(t.value_type)
 
 
+def _is_dictionary_text(t: pa.DataType) -> bool:
+    return pa.types.is_dictionary(t) and _is_text(t.value_type)
+
+
 def hypotheses_array(hypotheses: Any, row_offset: int = 0) -> pa.Array:
     """Hypotheses as an Arrow string array, or list<string> when already tokenized.
 
@@ -78,6 +98,7 @@ def hypotheses_array(hypotheses: Any, row_offset: int = 0) -> pa.Array:
         _check_no_nulls(arr, "hypotheses", row_offset)
     if len(arr) == 0:
         return pa.array([], pa.string())
+    arr = _null_lists_as_strings(arr)
     if not (_is_text(arr.type) or is_token_lists(arr.type)):
         raise InputError(f"hypotheses: expected strings (or lists of token strings), found Arrow type {arr.type}")
     _check_no_nulls(arr, "hypotheses", row_offset)
@@ -87,7 +108,11 @@ def hypotheses_array(hypotheses: Any, row_offset: int = 0) -> pa.Array:
 
 
 def references_array(references: Any, row_offset: int = 0) -> pa.Array:
-    """References as Arrow list<string>: one list per entry (a bare string is one reference)."""
+    """References as Arrow list<string>: one list per entry (a bare string is one reference).
+
+    Dictionary-encoded strings (list<dictionary<string>>, as parquet jobs read them) are kept
+    encoded here; :func:`segment_references` compares their indices and decodes them.
+    """
     if isinstance(references, (list, tuple)):
         references = [[r] if isinstance(r, str) else r for r in references]
     arr = _to_arrow(references, "references")
@@ -95,9 +120,11 @@ def references_array(references: Any, row_offset: int = 0) -> pa.Array:
         return pa.array([], pa.list_(pa.string()))
     if _is_text(arr.type):
         arr = pa.ListArray.from_arrays(pa.array(np.arange(len(arr) + 1, dtype=np.int32)), arr)
+    if pa.types.is_list(arr.type) and not pa.types.is_null(arr.type.value_type):  # [[]]: no reference at all
+        arr = _null_lists_as_strings(arr)
     if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) or not (
             _is_text(arr.type.value_type) or is_token_lists(arr.type.value_type)
-            or pa.types.is_null(arr.type.value_type)):
+            or _is_dictionary_text(arr.type.value_type) or pa.types.is_null(arr.type.value_type)):
         raise InputError(f"references: expected a list of reference strings per entry, found Arrow type {arr.type}")
     _check_no_nulls(arr, "references", row_offset)
     flat = pc.list_flatten(arr)
@@ -160,29 +187,57 @@ def segment_pointers(segments: Any, n_rows: int) -> np.ndarray:
     return np.append(starts, n_rows)
 
 
+def _decoded(refs: pa.Array) -> pa.Array:
+    """list<dictionary<string>> as list<string>; other reference arrays unchanged."""
+    if not _is_dictionary_text(refs.type.value_type):
+        return refs
+    list_type = pa.large_list if pa.types.is_large_list(refs.type) else pa.list_
+    return refs.cast(list_type(refs.type.value_type.value_type))
+
+
+def list_offsets(arr: pa.Array) -> np.ndarray:
+    """int64 offsets (from 0) of a possibly sliced list or string array."""
+    off = np.asarray(arr.offsets, dtype=np.int64)
+    return off - off[0]
+
+
+def _rows_equal_owner(refs: pa.Array, owner: np.ndarray) -> np.ndarray:
+    """bool[n]: whether row r of the list array ``refs`` equals row owner[r] (exactly, element by element)."""
+    values = pc.list_flatten(refs)
+    if _is_dictionary_text(values.type):  # same dictionary: equal indices are equal strings
+        data = values.indices.to_numpy(zero_copy_only=False).view(np.uint8)
+        width = values.indices.type.bit_width // 8
+        elem_off = np.arange(len(values) + 1, dtype=np.int64) * width
+    elif is_token_lists(values.type):  # pre-tokenized references: token counts, then the tokens
+        counts = np.diff(list_offsets(values))
+        same = kernels._rows_equal_owner(counts.view(np.uint8), np.arange(len(values) + 1, dtype=np.int64) * 8,
+                                         list_offsets(refs), owner)
+        tokens_of_row = pa.array(list_offsets(values)[list_offsets(refs)])
+        by_row = pa.LargeListArray.from_arrays(tokens_of_row, pc.list_flatten(values))
+        return same & _rows_equal_owner(by_row, owner)
+    else:
+        data, elem_off = string_buffers(values)
+    return kernels._rows_equal_owner(data, elem_off, list_offsets(refs), owner)
+
+
 def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row_offset: int = 0) -> pa.Array:
     """References per segment, from either one entry per segment or one entry per row.
 
     With one entry per row, the first row of each segment gives the segment's references and
-    every other row must repeat them exactly (checked vectorized, on the flattened strings).
+    every other row must repeat them exactly (checked in one parallel pass over the bytes, or
+    over the dictionary indices when the strings are dictionary-encoded). Returns list<string>.
     """
     n_seg = len(seg_hyp_ptr) - 1
     if len(refs) == n_seg:
-        return refs
+        return _decoded(refs)
     if len(refs) != n_rows:
         raise InputError(
             f"references: expected one list of references per segment ({n_seg}) or per "
             f"hypothesis row ({n_rows}), found {len(refs)}")
-    first = seg_hyp_ptr[:-1]
-    per_seg = refs.take(pa.array(first))
-    owner = np.repeat(first, np.diff(seg_hyp_ptr))
-    expanded = per_seg.take(pa.array(np.repeat(np.arange(n_seg), np.diff(seg_hyp_ptr))))
-    same = pc.equal(pc.list_value_length(refs), pc.list_value_length(expanded)).to_numpy(zero_copy_only=False)
-    if same.all():
-        eq = pc.equal(pc.list_flatten(refs), pc.list_flatten(expanded)).to_numpy(zero_copy_only=False)
-        if not eq.all():
-            same = same.copy()
-            same[pc.list_parent_indices(refs).to_numpy()[~eq]] = False
+    owner = np.repeat(seg_hyp_ptr[:-1], np.diff(seg_hyp_ptr))
+    same = _rows_equal_owner(refs, owner)
+    if not same.all() and _is_dictionary_text(refs.type.value_type):
+        same = _rows_equal_owner(_decoded(refs), owner)  # a dictionary may repeat a string
     if not same.all():
         row = int(np.flatnonzero(~same)[0])
         raise InputError(
@@ -190,7 +245,7 @@ def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row
             f"{int(owner[row]) + row_offset}, the first "
             "row of its segment; the rows of one segment must share their references "
             "(or pass segment ids that separate them)")
-    return per_seg
+    return _decoded(refs.take(pa.array(seg_hyp_ptr[:-1])))
 
 
 def _token_lists(arr: pa.Array, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
@@ -198,7 +253,7 @@ def _token_lists(arr: pa.Array, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
     tokens = pc.list_flatten(arr)
     if lowercase:
         tokens = lowercase_column(tokens)
-    return tokens, np.asarray(arr.offsets, dtype=np.int64) - arr.offsets[0].as_py()
+    return tokens, list_offsets(arr)
 
 
 def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
@@ -212,7 +267,7 @@ def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
     flat_refs = pc.list_flatten(seg_refs)
     if pa.types.is_null(flat_refs.type):
         flat_refs = flat_refs.cast(hypotheses.type if _is_text(hypotheses.type) else pa.string())
-    seg_ref_ptr = np.asarray(seg_refs.offsets, dtype=np.int64) - seg_refs.offsets[0].as_py()
+    seg_ref_ptr = list_offsets(seg_refs)
     n_h = len(hypotheses)
     if is_token_lists(hypotheses.type) or is_token_lists(flat_refs.type):
         hyp_tok, hyp_ptr = (_token_lists(hypotheses, lowercase) if is_token_lists(hypotheses.type)
@@ -224,7 +279,7 @@ def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
         n_tok = len(hyp_tok)
     else:
         both = pa.concat_arrays([hypotheses.cast(pa.large_string()), flat_refs.cast(pa.large_string())])
-        ids, ptr, _ = split_ids(normalize(both, tokenize, lowercase))
+        ids, ptr, _ = split_ids(*prepare(both, tokenize, lowercase))
         n_tok = int(ptr[n_h])
         hyp_ptr, ref_ptr = ptr[:n_h + 1], ptr[n_h:] - n_tok
     return Encoded(np.ascontiguousarray(ids[:n_tok]), hyp_ptr, np.ascontiguousarray(ids[n_tok:]),

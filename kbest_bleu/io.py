@@ -212,7 +212,8 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, c
         if columns.score is not None:
             score = chunk[columns.score].combine_chunks().to_numpy(zero_copy_only=False).astype(np.float64)
         tally.add(stats, bleu, seg_ptr, score)
-    arrays = [chunk[c].combine_chunks() for c in chunk.column_names] + [pa.array(bleu)]
+    arrays = [_as_type(chunk[c].combine_chunks(), f.type) for c, f in zip(chunk.column_names, schema)]
+    arrays.append(pa.array(bleu))
     if with_stats:
         n_ord = cfg.max_order
         arrays += [pa.array(stats.matches[:, i]) for i in range(n_ord)]
@@ -221,26 +222,34 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, c
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def _as_type(arr: pa.Array, declared: pa.DataType) -> pa.Array:
+    """A column read with another type than the input declares (dictionary-encoded) cast back."""
+    return arr if arr.type == declared else arr.cast(declared)
+
+
 def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig] = None, *,
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
-                  tally: Optional[Tally] = None, source: str = "input") -> Iterator[pa.RecordBatch]:
+                  tally: Optional[Tally] = None, source: str = "input",
+                  schema: Optional[pa.Schema] = None) -> Iterator[pa.RecordBatch]:
     """Score a stream of record batches; yields output batches (input columns + ``bleu``).
 
     Segments may be cut anywhere by the batch boundaries: the rows of the last segment of a batch
     are held back until the segment is complete. A segment whose rows are not contiguous raises
     :class:`InputError`. Output rows are in input order. Memory: one batch plus one segment.
+    ``schema``: the declared input schema, when the batches were read with other column types
+    (references as dictionary-encoded strings); the output keeps the declared types.
     """
     cfg = config or BleuConfig()
-    schema = None
+    out_schema = None
     pending: Optional[pa.Table] = None  # rows of the segment still open at the end of the last batch
     seen: set = set()
     row0 = 0
     for batch in batches:
-        if schema is None:
+        if out_schema is None:
             names = [columns.hypothesis] + list(columns.segment) + ([columns.score] if columns.score else [])
             _require(batch.schema, names + ([columns.references] if references is None else []), source)
-            schema = output_schema(batch.schema, cfg, stats)
             in_schema = batch.schema
+            out_schema = output_schema(schema or in_schema, cfg, stats)
         if batch.num_rows == 0:
             continue
         table = pa.Table.from_batches([batch], in_schema)
@@ -258,8 +267,8 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
             done = starts[:-1]
             labels = key_labels(keys, done)
             check_contiguous(labels, seen, done + row0, source)
-            yield _score_chunk(table.slice(0, last), done, labels, row0, cfg, columns, references, stats, schema,
-                               tally, source)
+            yield _score_chunk(table.slice(0, last), done, labels, row0, cfg, columns, references, stats,
+                               out_schema, tally, source)
             row0 += last
         pending = table.slice(last)
     if pending is not None and pending.num_rows:
@@ -267,7 +276,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
         starts = np.zeros(1, np.int64)
         labels = key_labels(keys, starts)
         check_contiguous(labels, seen, starts + row0, source)
-        yield _score_chunk(pending, starts, labels, row0, cfg, columns, references, stats, schema, tally, source)
+        yield _score_chunk(pending, starts, labels, row0, cfg, columns, references, stats, out_schema, tally, source)
 
 
 def score_table(table: pa.Table, config: Optional[BleuConfig] = None, **kwargs: Any) -> pa.Table:
@@ -300,9 +309,23 @@ class Progress:
             self.stream.write("\n")
 
 
-def _open_parquet(path: Path) -> pq.ParquetFile:
+def _open_parquet(path: Path, dictionary_column: Optional[str] = None) -> tuple[pq.ParquetFile, pa.Schema]:
+    """The parquet file and its declared Arrow schema. ``dictionary_column`` is read
+    dictionary-encoded when it is a list of strings: references repeat on every row of a
+    segment, so decoding each distinct string once is several times faster, and their equality
+    check compares indices."""
     try:
-        return pq.ParquetFile(path)
+        pf = pq.ParquetFile(path)
+        schema = pf.schema_arrow
+        if dictionary_column is None or schema.get_field_index(dictionary_column) < 0:
+            return pf, schema
+        t = schema.field(dictionary_column).type
+        if not ((pa.types.is_list(t) or pa.types.is_large_list(t)) and
+                (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type))):
+            return pf, schema
+        leaves = [c.path for c in (pf.schema.column(i) for i in range(len(pf.schema)))
+                  if c.path.startswith(dictionary_column + ".")]
+        return pq.ParquetFile(path, read_dictionary=leaves), schema
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; expected a parquet K-best table") from None
     except (pa.ArrowInvalid, OSError) as exc:
@@ -333,7 +356,7 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
         if dst.exists() and src.exists() and os.path.samefile(src, dst):
             raise InputError(f"{dst}: the output path is the input file; write the scores to a new file")
         tmp = dst.with_name(f".{dst.name}.tmp-{os.getpid()}")
-    pf = _open_parquet(src)
+    pf, declared = _open_parquet(src, columns.references if references is None else None)
     if dst is not None:
         try:
             sink = open(tmp, "wb")
@@ -349,16 +372,15 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
             try:
                 batches = pf.iter_batches(batch_size=batch_size)
                 for out in score_batches(_guard_reads(batches, src), cfg, columns=columns, references=references,
-                                         stats=stats, tally=tally, source=str(src)):
+                                         stats=stats, tally=tally, source=str(src), schema=declared):
                     if writer is None:
-                        writer = pq.ParquetWriter(sink, out.schema, compression=compression)
+                        writer = _writer(sink, out.schema, compression)
                     writer.write_batch(out)
                     progress.update(out.num_rows)
                     if on_batch:
                         on_batch(out.num_rows)
                 if writer is None:  # empty input: an empty table with the output schema
-                    schema = output_schema(pf.schema_arrow, cfg, stats)
-                    writer = pq.ParquetWriter(sink, schema, compression=compression)
+                    writer = _writer(sink, output_schema(declared, cfg, stats), compression)
             finally:
                 if writer is not None:
                     writer.close()
@@ -370,6 +392,28 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
         if not ok and tmp is not None and tmp.exists():
             tmp.unlink()
     return tally.summary(time.perf_counter() - t0)
+
+
+def _leaf_columns(name: str, t: pa.DataType) -> Iterator[tuple[str, pa.DataType]]:
+    """(parquet column path, Arrow type) of the leaf columns of one field (compliant list naming)."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        yield from _leaf_columns(f"{name}.list.element", t.value_type)
+    elif pa.types.is_map(t):
+        yield from _leaf_columns(f"{name}.key_value.key", t.key_type)
+        yield from _leaf_columns(f"{name}.key_value.value", t.item_type)
+    elif pa.types.is_struct(t):
+        for f in t:
+            yield from _leaf_columns(f"{name}.{f.name}", f.type)
+    else:
+        yield name, t.value_type if pa.types.is_dictionary(t) else t
+
+
+def _writer(sink: Any, schema: pa.Schema, compression: str) -> pq.ParquetWriter:
+    """Parquet writer with dictionary encoding for every leaf column but floating-point ones
+    (BLEU and model scores are nearly all distinct: a dictionary costs time and space there)."""
+    dictionary = [path for f in schema for path, t in _leaf_columns(f.name, f.type)
+                  if not pa.types.is_floating(t)]
+    return pq.ParquetWriter(sink, schema, compression=compression, use_dictionary=dictionary)
 
 
 def _guard_reads(batches: Iterator[pa.RecordBatch], path: Path) -> Iterator[pa.RecordBatch]:

@@ -106,7 +106,7 @@ def _add_reference(trie, ids, a, b, n_orders, n_nodes):
     return n_nodes
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _count_matches(trie, ids, a, b, n_orders, matches, row):
     """Add the clipped matches of the hypothesis ids[a:b] to matches[row, :].
 
@@ -150,7 +150,7 @@ def _length_stats(c, ref_lens, policy, totals, hyp_len, ref_len, row):
         totals[row, n] = max(0, c - n)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _copy_row(src, dst, matches, totals, hyp_len, ref_len):
     for n in range(matches.shape[1]):
         matches[dst, n] = matches[src, n]
@@ -165,15 +165,23 @@ def _mix(h, x):
     return ((h ^ int(x)) * 0x5851F42D4C957F2D) & _LOW62
 
 
-@njit(cache=True)
-def _hash_ids(ids, a, b):
-    h = b - a
-    for i in range(a, b):
-        h = _mix(h, ids[i])
+@njit(cache=True, inline="always")
+def _finish(h):
+    """Final mixing, so that the low bits (table slots) depend on every bit of h."""
+    h = ((h ^ (h >> 31)) * 0x4CF5AD432745937F) & _LOW62
     return h ^ (h >> 29)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _hash_ids(ids, a, b):
+    """Hash of ids[a:b]: a cheap polynomial (short dependency chain), mixed at the end."""
+    h = b - a
+    for i in range(a, b):
+        h = (h * 31 + ids[i]) & _LOW62
+    return _finish(h)
+
+
+@njit(cache=True, inline="always")
 def _hash_bytes(data, a, b):
     """Hash of data[a:b] (uint8), eight bytes per multiplication."""
     h = b - a
@@ -187,11 +195,10 @@ def _hash_bytes(data, a, b):
     w = 0
     for k in range(b - i):
         w |= int(data[i + k]) << (8 * k)
-    h = _mix(h, w)
-    return h ^ (h >> 29)
+    return _finish(_mix(h, w))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _seen_before(data, ptr, r, h, rows, hashes):
     """Exact duplicate detection within a segment: the earlier row q whose data[ptr[q]:ptr[q+1]]
     equals row r's (``h`` its hash), or -1 after recording row r. ``rows`` (int64, -1 = empty,
@@ -221,6 +228,17 @@ def _seen_before(data, ptr, r, h, rows, hashes):
 def _new_row_table(n_rows):
     cap = _table_capacity(n_rows)
     return np.full(cap, -1, np.int64), np.empty(cap, np.int64)
+
+
+@njit(cache=True)
+def _new_stats(n_rows, n_orders):
+    """Zeroed outputs: matches, totals int32[n_rows, n_orders], hyp_len, ref_len int32[n_rows].
+
+    matches and totals are column-major (transposed views), so that each order is one
+    contiguous column for the vectorized smoothings.
+    """
+    return (np.zeros((n_orders, n_rows), np.int32).T, np.zeros((n_orders, n_rows), np.int32).T,
+            np.zeros(n_rows, np.int32), np.zeros(n_rows, np.int32))
 
 
 @njit(cache=True)
@@ -277,10 +295,7 @@ def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_ord
     ref_len : int32[H]
     """
     n_hyp = hyp_ptr.shape[0] - 1
-    matches = np.zeros((n_hyp, n_orders), np.int32)
-    totals = np.zeros((n_hyp, n_orders), np.int32)
-    hyp_len = np.zeros(n_hyp, np.int32)
-    ref_len = np.zeros(n_hyp, np.int32)
+    matches, totals, hyp_len, ref_len = _new_stats(n_hyp, n_orders)
     for s in prange(seg_hyp_ptr.shape[0] - 1):
         _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
                        seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy,
@@ -291,6 +306,15 @@ def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_ord
 BYTE_ORDINARY = 0
 BYTE_SPACE = 1  # an ASCII whitespace byte
 BYTE_MAY_SPACE = 2  # lead byte of a multi-byte character that may be whitespace
+# bytes the 13a/zh regex rules look at (ordinary bytes when no rules apply)
+BYTE_PUNCT = 3  # rule 1's class [{-~[-` -&(-+:-@/] (space excepted)
+BYTE_DOT = 4  # '.' and ','
+BYTE_HYPHEN = 5
+BYTE_DIGIT = 6
+
+RULES_NONE = 0  # plain str.split()
+RULES_ZH = 1  # sacrebleu TokenizerRegexp's four rules, then str.split()
+RULES_13A = 2  # the same on the line padded with a space on each side (Tokenizer13a)
 
 
 @njit(cache=True, inline="always")
@@ -309,61 +333,110 @@ def _wide_space_width(data, i, end, wide_space):
     return 0
 
 
-@njit(cache=True, inline="always")
-def _space_width(data, i, end, byte_class, wide_space):
-    """Byte length of the whitespace character starting at data[i], or 0 if it is not one."""
-    c = byte_class[data[i]]
-    if c == BYTE_SPACE:
-        return 1
-    if c == BYTE_MAY_SPACE:
-        return _wide_space_width(data, i, end, wide_space)
-    return 0
-
-
 @njit(cache=True)
-def _next_token(data, i, end, byte_class, wide_space):
-    """Byte bounds (start, stop) of the first token of data[i:end] split on Python whitespace,
-    or (-1, end) when only whitespace is left.
+def _split(data, i, end, rules, byte_class, wide_space, starts, ends, t):
+    r"""Tokens of data[i:end] (UTF-8): Python's ``str.split()``, after sacrebleu's 13a/zh regex
+    rules when ``rules`` is RULES_ZH or RULES_13A. Token k gets the byte bounds starts[t + k],
+    ends[t + k] (count only when ``starts`` is empty). Returns t + the number of tokens.
 
-    ``byte_class`` (uint8[256]) marks ASCII whitespace and the lead bytes of multi-byte
-    whitespace characters; only those are decoded (in valid UTF-8 a lead byte never appears
-    inside another character).
+    ``byte_class`` (uint8[256]) marks ASCII whitespace, the lead bytes of multi-byte whitespace
+    characters (only those are decoded: in valid UTF-8 a lead byte never appears inside another
+    character) and the bytes the rules test. One state-machine loop per string: per-token calls
+    cost more than the split itself.
+
+    The rules (sacrebleu TokenizerRegexp, applied in order, each ``re.sub`` scanning left to
+    right and resuming after its match) only insert spaces, so their tokens are the original
+    bytes cut at the gaps where some rule puts a space. Working the rules through gives:
+
+    1. ``([\{-\~\[-\` -\&\(-\+\:-\@\/])`` -> `` \1 ``: such a byte is a token of its own.
+    2. ``([^0-9])([\.,])`` -> ``\1 \2 ``: a '.' or ',' is cut from both neighbours when the
+       character before it (after rule 1: a space if that is a rule-1 byte; with 13a padding, a
+       space at the start) is not a digit, unless that character is a '.' or ',' which rule 2
+       already matched (re.sub consumed it as the second character of the previous match).
+    3. ``([\.,])([^0-9])`` -> `` \1 \2``: ... also when the character after it exists and is not
+       a digit (a following '.' or ',' becomes a space by rule 2 in every case). Rule 3 never
+       finds its '.' consumed: a '.' or ',' before it is always followed by a space by rule 2.
+    4. ``([0-9])(-)`` -> ``\1 \2 ``: a '-' right after a digit is a token of its own (no rule
+       ever puts a space between a digit and a '-', so this adjacency is the original one).
+
+    Every byte the rules test is ASCII, and UTF-8 continuation bytes are never digits, '.', ','
+    or '-', so byte positions stand for the code points the regexes match. The test suite checks
+    this against sacrebleu on every real sentence of the shared data and on fuzzed text.
     """
+    fill = starts.shape[0] > 0
+    first = i
+    tok = -1  # start of the open token
+    rule2 = False  # rule 2 matched the previous byte (read only when that byte is '.' or ',')
     while i < end:
-        width = _space_width(data, i, end, byte_class, wide_space)
-        if width == 0:
-            break
-        i += width
-    if i >= end:
-        return -1, end
-    start = i
-    while i < end and _space_width(data, i, end, byte_class, wide_space) == 0:
+        c = byte_class[data[i]]
+        width = 0
+        if c == BYTE_SPACE:
+            width = 1
+        elif c == BYTE_MAY_SPACE:
+            width = _wide_space_width(data, i, end, wide_space)
+        if width > 0:
+            if tok >= 0:
+                if fill:
+                    starts[t] = tok
+                    ends[t] = i
+                t += 1
+                tok = -1
+            i += width
+            continue
+        cut = False
+        if rules != RULES_NONE and c >= BYTE_PUNCT:
+            if c == BYTE_PUNCT:
+                cut = True
+            elif c == BYTE_HYPHEN:
+                cut = i > first and byte_class[data[i - 1]] == BYTE_DIGIT
+            elif c == BYTE_DOT:
+                if i > first:
+                    before = byte_class[data[i - 1]]
+                    rule2 = before != BYTE_DIGIT and not (before == BYTE_DOT and rule2)
+                else:
+                    rule2 = rules == RULES_13A
+                if i + 1 < end:
+                    rule3 = byte_class[data[i + 1]] != BYTE_DIGIT
+                else:
+                    rule3 = rules == RULES_13A
+                cut = rule2 or rule3
+        if cut:  # a one-byte token; it closes the open one
+            if tok >= 0:
+                if fill:
+                    starts[t] = tok
+                    ends[t] = i
+                t += 1
+                tok = -1
+            if fill:
+                starts[t] = i
+                ends[t] = i + 1
+            t += 1
+        elif tok < 0:
+            tok = i
         i += 1
-    return start, i
+    if tok >= 0:
+        if fill:
+            starts[t] = tok
+            ends[t] = end
+        t += 1
+    return t
 
 
 @njit(cache=True)
-def _token_bounds(data, offsets, r0, r1, byte_class, wide_space, ptr, starts, ends, hashes):
-    """Tokens of strings r0..r1-1, split on Python whitespace (:func:`_next_token`).
+def _token_bounds(data, offsets, r0, r1, rules, byte_class, wide_space, ptr, starts, ends, hashes):
+    """Tokens of strings r0..r1-1 (:func:`_split`).
 
     Count mode (``starts`` empty): ptr[r + 1] = number of tokens of string r. Fill mode: the
     tokens of string r go to positions ptr[r]..: byte bounds in starts/ends, hash in hashes.
     """
     fill = starts.shape[0] > 0
     for r in range(r0, r1):
-        i, end = offsets[r], offsets[r + 1]
-        t = ptr[r] if fill else 0
-        while True:
-            a, i = _next_token(data, i, end, byte_class, wide_space)
-            if a < 0:
-                break
-            if fill:
-                starts[t] = a
-                ends[t] = i
-                hashes[t] = _hash_bytes(data, a, i)
-            t += 1
         if not fill:
-            ptr[r + 1] = t
+            ptr[r + 1] = _split(data, offsets[r], offsets[r + 1], rules, byte_class, wide_space, starts, ends, 0)
+            continue
+        t = _split(data, offsets[r], offsets[r + 1], rules, byte_class, wide_space, starts, ends, ptr[r])
+        for k in range(ptr[r], t):
+            hashes[k] = _hash_bytes(data, starts[k], ends[k])
 
 
 @njit(cache=True)
@@ -380,14 +453,15 @@ def _rehash(hashes, n, cap):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _split_intern(data, offsets, byte_class, wide_space):
-    """Split UTF-8 strings on Python whitespace and give each distinct token an exact int32 id.
+def _split_intern(data, offsets, rules, byte_class, wide_space):
+    """Split UTF-8 strings into tokens (:func:`_split`) and give each distinct token an exact int32 id.
 
     Parameters
     ----------
     data : uint8[B]            UTF-8 bytes of all strings (an Arrow string buffer)
     offsets : int64[n+1]       string i is data[offsets[i]:offsets[i+1]]
-    byte_class : uint8[256]    BYTE_SPACE / BYTE_MAY_SPACE / BYTE_ORDINARY per byte value
+    rules : int                RULES_NONE, RULES_ZH or RULES_13A
+    byte_class : uint8[256]    BYTE_* class of each byte value
     wide_space : int64[k]      non-ASCII whitespace code points
 
     Returns
@@ -406,7 +480,7 @@ def _split_intern(data, offsets, byte_class, wide_space):
     ptr = np.zeros(n + 1, np.int64)
     empty = np.empty(0, np.int64)
     for c in prange(n_chunks):  # count tokens per string
-        _token_bounds(data, offsets, cut[c], cut[c + 1], byte_class, wide_space, ptr, empty, empty, empty)
+        _token_bounds(data, offsets, cut[c], cut[c + 1], rules, byte_class, wide_space, ptr, empty, empty, empty)
     for r in range(n):
         ptr[r + 1] += ptr[r]
     t = ptr[n]
@@ -414,7 +488,8 @@ def _split_intern(data, offsets, byte_class, wide_space):
     ends = np.empty(t, np.int64)
     token_hash = np.empty(t, np.int64)
     for c in prange(n_chunks):  # bounds and hashes
-        _token_bounds(data, offsets, cut[c], cut[c + 1], byte_class, wide_space, ptr, starts, ends, token_hash)
+        _token_bounds(data, offsets, cut[c], cut[c + 1], rules, byte_class, wide_space, ptr, starts, ends,
+                      token_hash)
     # The table grows with the number of distinct tokens (small: it stays in cache), not with t.
     cap = 1 << 12
     table = np.full(cap, -1, np.int32)
@@ -456,29 +531,27 @@ def _split_intern(data, offsets, byte_class, wide_space):
 
 
 @njit(cache=True)
-def _lookup_tokens(buf, i, end, byte_class, wide_space, vocab, ref_data, ids):
-    """Split buf[i:end] on Python whitespace and write the vocabulary id of each token to ids
+def _lookup_tokens(buf, i, end, rules, byte_class, wide_space, vocab, ref_data, starts, ends, ids):
+    """Split buf[i:end] into tokens (:func:`_split`) and write the vocabulary id of each token to ids
     (-1 for a token that is not in the vocabulary). Returns the number of tokens.
 
-    ``vocab`` = (table, hashes, starts, lengths): token v is ref_data[starts[v]:starts[v] +
-    lengths[v]]; equal hashes are confirmed byte by byte.
+    ``vocab`` = (table, hashes, first, lengths): token v is ref_data[first[v]:first[v] +
+    lengths[v]]; equal hashes are confirmed byte by byte. starts, ends: scratch bounds.
     """
-    table, hashes, starts, lengths = vocab
+    table, hashes, first, lengths = vocab
     mask = table.shape[0] - 1
-    c = 0
-    while True:
-        a, i = _next_token(buf, i, end, byte_class, wide_space)
-        if a < 0:
-            return c
-        h = _hash_bytes(buf, a, i)
+    c = _split(buf, i, end, rules, byte_class, wide_space, starts, ends, 0)
+    for k in range(c):
+        a, b = starts[k], ends[k]
+        h = _hash_bytes(buf, a, b)
         s = h & mask
         found = -1
         while table[s] >= 0:
             v = table[s]
-            if hashes[v] == h and lengths[v] == i - a:
-                va = starts[v]
+            if hashes[v] == h and lengths[v] == b - a:
+                va = first[v]
                 same = True
-                for j in range(i - a):
+                for j in range(b - a):
                     if ref_data[va + j] != buf[a + j]:
                         same = False
                         break
@@ -486,71 +559,68 @@ def _lookup_tokens(buf, i, end, byte_class, wide_space, vocab, ref_data, ids):
                     found = v
                     break
             s = (s + 1) & mask
-        ids[c] = found
-        c += 1
+        ids[k] = found
+    return c
 
 
 @njit(cache=True)
-def _reference_vocab(ref_data, ref_off, r0, r1, byte_class, wide_space):
+def _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space):
     """Tokens of references r0..r1-1 as ids of a vocabulary local to the segment.
 
     Returns (vocab, ids int32[T], ptr int64[r1-r0+1]); vocab as in :func:`_lookup_tokens`.
     """
     n_bytes = ref_off[r1] - ref_off[r0]
-    bound = (n_bytes + (r1 - r0)) // 2 + 1  # a token and its separator take two bytes or more
+    bound = n_bytes + 1  # tokens are at least one byte
+    starts = np.empty(bound, np.int64)
+    ends = np.empty(bound, np.int64)
+    ptr = np.zeros(r1 - r0 + 1, np.int64)
+    for r in range(r0, r1):
+        ptr[r - r0 + 1] = _split(ref_data, ref_off[r], ref_off[r + 1], rules, byte_class, wide_space, starts,
+                                 ends, ptr[r - r0])
     cap = _table_capacity(bound)
     table = np.full(cap, -1, np.int32)
     hashes = np.empty(bound, np.int64)
-    starts = np.empty(bound, np.int64)
+    first = np.empty(bound, np.int64)
     lengths = np.empty(bound, np.int64)
     ids = np.empty(bound, np.int32)
-    ptr = np.zeros(r1 - r0 + 1, np.int64)
     n_ids = 0
-    t = 0
-    for r in range(r0, r1):
-        i, end = ref_off[r], ref_off[r + 1]
+    for t in range(ptr[-1]):
+        a, b = starts[t], ends[t]
+        h = _hash_bytes(ref_data, a, b)
+        s = h & (cap - 1)
         while True:
-            a, i = _next_token(ref_data, i, end, byte_class, wide_space)
-            if a < 0:
+            v = table[s]
+            if v < 0:
+                v = n_ids
+                table[s] = v
+                hashes[v], first[v], lengths[v] = h, a, b - a
+                n_ids += 1
                 break
-            h = _hash_bytes(ref_data, a, i)
-            s = h & (cap - 1)
-            while True:
-                v = table[s]
-                if v < 0:
-                    table[s] = v = n_ids
-                    hashes[v], starts[v], lengths[v] = h, a, i - a
-                    n_ids += 1
-                    break
-                if hashes[v] == h and lengths[v] == i - a:
-                    va = starts[v]
-                    same = True
-                    for j in range(i - a):
-                        if ref_data[va + j] != ref_data[a + j]:
-                            same = False
-                            break
-                    if same:
+            if hashes[v] == h and lengths[v] == b - a:
+                va = first[v]
+                same = True
+                for j in range(b - a):
+                    if ref_data[va + j] != ref_data[a + j]:
+                        same = False
                         break
-                s = (s + 1) & (cap - 1)
-            ids[t] = v
-            t += 1
-        ptr[r - r0 + 1] = t
-    return (table, hashes, starts, lengths), ids, ptr
+                if same:
+                    break
+            s = (s + 1) & (cap - 1)
+        ids[t] = v
+    return (table, hashes, first, lengths), ids, ptr
 
 
 @njit(cache=True)
 def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_orders, policy, rules,
                         byte_class, wide_space, matches, totals, hyp_len, ref_len):
     """:func:`_segment_stats` straight from UTF-8 text: hypotheses h0..h1-1 against references
-    r0..r1-1 (already tokenized text, split on whitespace).
+    r0..r1-1, both split into tokens by :func:`_split` with ``rules``.
 
     Token ids are local to the segment: the references' tokens form the vocabulary, and a
     hypothesis token outside it can match nothing (id -1), so hypothesis tokens are looked up,
     never inserted. A hypothesis whose bytes equal an earlier one's gets a copy of its row.
-    ``rules``: 0 = hypotheses are already tokenized text; 1 = apply the 13a/zh regex rules
-    (:func:`_apply_13a_rules`) to each hypothesis first; 2 = the same with 13a's padding.
     """
-    vocab, rid, rptr = _reference_vocab(ref_data, ref_off, r0, r1, byte_class, wide_space)
+    vocab, rid, rptr = _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space)
     ref_lens = rptr[1:] - rptr[:-1]
     trie = _new_trie(rptr[-1] * n_orders)
     n_nodes = 0
@@ -559,8 +629,9 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
     longest = 0
     for h in range(h0, h1):
         longest = max(longest, hyp_off[h + 1] - hyp_off[h])
-    b1, b2, b3, b4 = _rules_buffers(longest if rules else 0)
-    hid = np.empty((b4.shape[0] if rules else longest) // 2 + 1, np.int32)
+    hid = np.empty(longest + 1, np.int32)  # tokens are at least one byte
+    starts = np.empty(longest + 1, np.int64)
+    ends = np.empty(longest + 1, np.int64)
     rows, hashes = _new_row_table(h1 - h0)
     for h in range(h0, h1):
         a, b = hyp_off[h], hyp_off[h + 1]
@@ -568,11 +639,7 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
         if q >= 0:
             _copy_row(q, h, matches, totals, hyp_len, ref_len)
             continue
-        if rules:
-            m = _apply_13a_rules(hyp_data, a, b - a, rules == 2, b1, b2, b3, b4)
-            c = _lookup_tokens(b4, 0, m, byte_class, wide_space, vocab, ref_data, hid)
-        else:
-            c = _lookup_tokens(hyp_data, a, b, byte_class, wide_space, vocab, ref_data, hid)
+        c = _lookup_tokens(hyp_data, a, b, rules, byte_class, wide_space, vocab, ref_data, starts, ends, hid)
         _length_stats(c, ref_lens, policy, totals, hyp_len, ref_len, h)
         if n_nodes > 0:
             _count_matches(trie, hid, 0, c, n_orders, matches, h)
@@ -586,24 +653,52 @@ def _text_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, 
     Parameters
     ----------
     hyp_data : uint8[B], hyp_off : int64[H+1]   hypothesis h is hyp_data[hyp_off[h]:hyp_off[h+1]]
-    ref_data : uint8[Br], ref_off : int64[R+1]  tokenized references (tokens split on whitespace)
+    ref_data : uint8[Br], ref_off : int64[R+1]  reference r is ref_data[ref_off[r]:ref_off[r+1]]
     seg_hyp_ptr, seg_ref_ptr : int64[S+1]       rows and references of each segment
     n_orders, policy                            as :func:`_ngram_stats`
-    rules : int                                 see :func:`_text_segment_stats`
-    byte_class, wide_space                      see :func:`_next_token`
+    rules : int                                 RULES_NONE, RULES_ZH or RULES_13A (:func:`_split`)
+    byte_class, wide_space                      see :func:`_split`
 
     Returns matches, totals int32[H, n_orders], hyp_len, ref_len int32[H].
     """
     n_hyp = hyp_off.shape[0] - 1
-    matches = np.zeros((n_hyp, n_orders), np.int32)
-    totals = np.zeros((n_hyp, n_orders), np.int32)
-    hyp_len = np.zeros(n_hyp, np.int32)
-    ref_len = np.zeros(n_hyp, np.int32)
+    matches, totals, hyp_len, ref_len = _new_stats(n_hyp, n_orders)
     for s in prange(seg_hyp_ptr.shape[0] - 1):
         _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
                             seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy, rules, byte_class, wide_space,
                             matches, totals, hyp_len, ref_len)
     return matches, totals, hyp_len, ref_len
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _rows_equal_owner(data, elem_off, row_off, owner):
+    """Whether row r holds the same elements as row owner[r]: bool[n].
+
+    A row is a run of variable-length elements: row r is elements row_off[r]:row_off[r+1],
+    element e is the bytes data[elem_off[e]:elem_off[e+1]] (strings, or fixed-width integers
+    viewed as bytes). Rows are equal when element count, element lengths and bytes are equal.
+    """
+    n = owner.shape[0]
+    same = np.ones(n, np.bool_)
+    for r in prange(n):
+        o = owner[r]
+        a, b, oa, ob = row_off[r], row_off[r + 1], row_off[o], row_off[o + 1]
+        if o == r:
+            continue
+        if b - a != ob - oa:
+            same[r] = False
+            continue
+        shift = elem_off[a] - elem_off[oa]
+        for k in range(1, b - a + 1):
+            if elem_off[a + k] - elem_off[oa + k] != shift:
+                same[r] = False
+                break
+        if same[r]:
+            for j in range(elem_off[a], elem_off[b]):
+                if data[j] != data[j - shift]:
+                    same[r] = False
+                    break
+    return same
 
 
 @njit(cache=True)
@@ -794,136 +889,13 @@ def _pair_stats(tok, hyp_ptr, seg_ptr, out_ptr, n_orders):
     Returns matches, totals int32[P, n_orders], hyp_len, ref_len int32[P], P = out_ptr[-1].
     """
     n_pairs = out_ptr[-1]
-    matches = np.zeros((n_pairs, n_orders), np.int32)
-    totals = np.zeros((n_pairs, n_orders), np.int32)
-    hyp_len = np.zeros(n_pairs, np.int32)
-    ref_len = np.zeros(n_pairs, np.int32)
+    matches, totals, hyp_len, ref_len = _new_stats(n_pairs, n_orders)
     for s in prange(seg_ptr.shape[0] - 1):
         h0, h1 = seg_ptr[s], seg_ptr[s + 1]
         for j in range(h0, h1):
             _segment_stats(tok, hyp_ptr, tok, hyp_ptr, h0, h1, j, j + 1, n_orders, REF_CLOSEST,
                            matches, totals, hyp_len, ref_len, out_ptr[s] + (j - h0) * (h1 - h0))
     return matches, totals, hyp_len, ref_len
-
-
-@njit(cache=True, inline="always")
-def _is_digit(b):
-    return 0x30 <= b <= 0x39
-
-
-@njit(cache=True, inline="always")
-def _is_dot_comma(b):
-    return b == 0x2E or b == 0x2C
-
-
-@njit(cache=True)
-def _apply_13a_rules(src, a, n, pad, b1, b2, b3, out):
-    r"""sacrebleu TokenizerRegexp's four re.sub rules, one exact pass each, over src[a:a+n] (UTF-8),
-    with ``pad``: over `` src ``, as Tokenizer13a pads the line with a space on each side:
-
-    1. ``([\{-\~\[-\` -\&\(-\+\:-\@\/])`` -> `` \1 ``
-    2. ``([^0-9])([\.,])`` -> ``\1 \2 ``
-    3. ``([\.,])([^0-9])`` -> `` \1 \2``
-    4. ``([0-9])(-)`` -> ``\1 \2 ``
-
-    re.sub scans left to right and resumes after each match. Stepping byte by byte is exact here:
-    every byte the rules test is ASCII and UTF-8 continuation bytes are never digits, '.', ',' or
-    '-', so a multi-byte character is matched and copied exactly as the code-point regex does.
-    Buffers: b1 >= 3(n + 2), b2 >= 2 len(b1), b3 >= 2 len(b2), out >= 2 len(b3) (:func:`_rules_buffers`).
-    Returns the length of the result in out.
-    """
-    m = 0
-    if pad:  # rule 1 turns the padding space into three spaces
-        b1[0] = b1[1] = b1[2] = 32
-        m = 3
-    for i in range(a, a + n):  # rule 1
-        b = src[i]
-        if (0x7B <= b <= 0x7E) or (0x5B <= b <= 0x60) or (0x20 <= b <= 0x26) or (0x28 <= b <= 0x2B) \
-                or (0x3A <= b <= 0x40) or b == 0x2F:
-            b1[m] = 32
-            b1[m + 1] = b
-            b1[m + 2] = 32
-            m += 3
-        else:
-            b1[m] = b
-            m += 1
-    if pad:
-        b1[m] = b1[m + 1] = b1[m + 2] = 32
-        m += 3
-    n1, m, i = m, 0, 0
-    while i < n1:  # rule 2
-        b2[m] = b1[i]
-        m += 1
-        if not _is_digit(b1[i]) and i + 1 < n1 and _is_dot_comma(b1[i + 1]):
-            b2[m] = 32
-            b2[m + 1] = b1[i + 1]
-            b2[m + 2] = 32
-            m += 3
-            i += 2
-        else:
-            i += 1
-    n2, m, i = m, 0, 0
-    while i < n2:  # rule 3
-        if _is_dot_comma(b2[i]) and i + 1 < n2 and not _is_digit(b2[i + 1]):
-            b3[m] = 32
-            b3[m + 1] = b2[i]
-            b3[m + 2] = 32
-            b3[m + 3] = b2[i + 1]
-            m += 4
-            i += 2
-        else:
-            b3[m] = b2[i]
-            m += 1
-            i += 1
-    n3, m, i = m, 0, 0
-    while i < n3:  # rule 4
-        out[m] = b3[i]
-        m += 1
-        if _is_digit(b3[i]) and i + 1 < n3 and b3[i + 1] == 0x2D:
-            out[m] = 32
-            out[m + 1] = 0x2D
-            out[m + 2] = 32
-            m += 3
-            i += 2
-        else:
-            i += 1
-    return m
-
-
-@njit(cache=True)
-def _rules_buffers(longest):
-    """Scratch buffers of :func:`_apply_13a_rules` for strings of up to ``longest`` bytes."""
-    n1 = 3 * (longest + 2)
-    return (np.empty(n1, np.uint8), np.empty(2 * n1, np.uint8), np.empty(4 * n1, np.uint8),
-            np.empty(8 * n1, np.uint8))
-
-
-@njit(cache=True, parallel=True, nogil=True)
-def _rewrite_13a(data, offsets, pad):
-    """:func:`_apply_13a_rules` on every string (parallel over row chunks: one pass to size the
-    output, one to fill it). Returns (bytes uint8[B'], offsets int64[n+1])."""
-    n = offsets.shape[0] - 1
-    n_chunks = min(n, 256)
-    cut = (np.arange(n_chunks + 1) * n) // n_chunks
-    out_off = np.zeros(n + 1, np.int64)
-    out = np.empty(0, np.uint8)
-    for fill in range(2):
-        if fill:
-            for r in range(n):
-                out_off[r + 1] += out_off[r]
-            out = np.empty(out_off[n], np.uint8)
-        for c in prange(n_chunks):
-            longest = 0
-            for r in range(cut[c], cut[c + 1]):
-                longest = max(longest, offsets[r + 1] - offsets[r])
-            b1, b2, b3, b4 = _rules_buffers(longest)
-            for r in range(cut[c], cut[c + 1]):
-                m = _apply_13a_rules(data, offsets[r], offsets[r + 1] - offsets[r], pad, b1, b2, b3, b4)
-                if fill:
-                    out[out_off[r]:out_off[r] + m] = b4[:m]
-                else:
-                    out_off[r + 1] = m
-    return out, out_off
 
 
 @njit(cache=True, parallel=True, nogil=True)

@@ -17,7 +17,7 @@ from .config import BleuConfig
 from .encode import hypotheses_array, segment_pointers
 from .kernels import _pair_stats
 from .stats import BleuStats
-from .tokenize import normalize, split_ids
+from .tokenize import prepare, split_ids
 
 MAX_PAIRS_PER_CHUNK = 4_000_000
 
@@ -25,7 +25,7 @@ MAX_PAIRS_PER_CHUNK = 4_000_000
 def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig) -> tuple[np.ndarray, np.ndarray]:
     """Sentence BLEU of every (hypothesis, pseudo-reference) pair of each segment: float64[P] and
     the pair pointers out_ptr int64[S+1] (layout of ``_pair_stats``)."""
-    ids, ptr, _ = split_ids(normalize(hyps, cfg.tokenize, cfg.lowercase))
+    ids, ptr, _ = split_ids(*prepare(hyps, cfg.tokenize, cfg.lowercase))
     sizes = np.diff(seg_ptr)
     out_ptr = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
     m, t, c, r = _pair_stats(ids, ptr, seg_ptr.astype(np.int64), out_ptr, stats_order(cfg) + 1)

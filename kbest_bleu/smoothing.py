@@ -23,8 +23,12 @@ from .errors import InputError
 
 
 def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den with 0 where den == 0 (an undefined precision never contributes)."""
-    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+    """num / den with 0 where den == 0 (an undefined precision never contributes).
+
+    The result keeps the memory layout of the inputs (statistics are column-major).
+    """
+    num, den = np.broadcast_arrays(num, den)
+    return np.divide(num, den, out=np.zeros_like(num, dtype=np.float64), where=den > 0)
 
 
 def _weights(cfg: BleuConfig) -> np.ndarray:

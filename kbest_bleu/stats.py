@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import kernels
-from .encode import (Encoded, encode, hypotheses_array, is_token_lists, references_array, segment_pointers,
-                     segment_references)
+from .encode import (Encoded, encode, hypotheses_array, is_token_lists, list_offsets, references_array,
+                     segment_pointers, segment_references)
 from .errors import InputError
-from .tokenize import BYTE_CLASS, WIDE_SPACE, normalize, prepare, string_buffers
+from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare, string_buffers
 
 REF_LENGTH_POLICIES = {"closest": kernels.REF_CLOSEST, "shortest": kernels.REF_SHORTEST,
                        "average": kernels.REF_AVERAGE}
@@ -113,14 +113,18 @@ class BleuStats:
 
 
 def segment_argmax(values: np.ndarray, seg_ptr: np.ndarray) -> np.ndarray:
-    """Row index of the largest value in each segment (first row on ties): int64[S].
+    """Row index of the largest value in each segment (first row on ties; NaN counts as -inf): int64[S].
 
     values : float[H]; seg_ptr : int64[S+1] pointers of non-empty segments. Used for 1-best
-    (model score) and oracle (sentence BLEU) selections, vectorized over segments.
+    (model score) and oracle (sentence BLEU) selections, vectorized over segments in O(H).
     """
-    labels = np.repeat(np.arange(len(seg_ptr) - 1), np.diff(seg_ptr))
-    order = np.lexsort((-np.asarray(values, dtype=np.float64), labels))  # stable: ties keep row order
-    return order[seg_ptr[:-1]]
+    v = np.asarray(values, dtype=np.float64)
+    v = np.where(np.isnan(v), -np.inf, v)
+    if len(seg_ptr) < 2:
+        return np.zeros(0, np.int64)
+    best = np.maximum.reduceat(v, seg_ptr[:-1])
+    at_max = np.flatnonzero(v == np.repeat(best, np.diff(seg_ptr)))
+    return at_max[np.searchsorted(at_max, seg_ptr[:-1])]
 
 
 def _kernel_args(max_order: int, ref_length: str) -> tuple[int, int]:
@@ -146,13 +150,13 @@ def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.nd
 
     hypotheses : Arrow string array (H); seg_refs : Arrow list<string>, the references of each
     segment (S); seg_hyp_ptr : int64[S+1] row pointers of the segments. References are
-    tokenized once per segment by Arrow; the 13a/zh rules of the hypotheses run inside the kernel.
+    prepared once per segment, not per row (:func:`kbest_bleu.tokenize.prepare`); the kernel splits the tokens.
     """
     n_orders, policy = _kernel_args(max_order, ref_length)
     hyp_text, rules = prepare(hypotheses, tokenize, lowercase)
     flat = pc.list_flatten(seg_refs)
-    ref_text = normalize(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize, lowercase)
-    seg_ref_ptr = np.asarray(seg_refs.offsets, dtype=np.int64) - seg_refs.offsets[0].as_py()
+    ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize, lowercase)
+    seg_ref_ptr = list_offsets(seg_refs)
     m, t, c, r = kernels._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
                                      np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr, n_orders,
                                      policy, rules, BYTE_CLASS, WIDE_SPACE)

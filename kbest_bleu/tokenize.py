@@ -1,10 +1,12 @@
 """Tokenizers over whole Arrow string columns (no per-row Python loop), token for token equal
 to sacrebleu 2.6.0's ``none``, ``13a``, ``intl``, ``char`` and ``zh`` (DESIGN section 5).
 
-Each tokenizer is a short list of RE2 rewrites run by Arrow on the whole column, followed by
-Python's ``str.split()``. sacrebleu first applies ``str.lower()`` (optional), then
-``str.rstrip()``, then the tokenizer, then ``str.split()``. Where Arrow and Python differ, the
-Python behaviour is written out explicitly (and byte-level rewrites run as numba kernels):
+sacrebleu first applies ``str.lower()`` (optional), then ``str.rstrip()``, then the tokenizer,
+then ``str.split()``. Here :func:`prepare` runs the rewrites Arrow does well on the whole column
+(RE2 rewrites, literal replacements, trimming), and one numba pass per string
+(:func:`kbest_bleu.kernels._split`) does ``str.split()`` together with the four regex rules of
+13a/zh, which only decide where tokens are cut. Where Arrow and Python differ, the Python
+behaviour is written out explicitly:
 
 - whitespace: Python's ``str.isspace()`` set (Arrow's own whitespace class differs);
 - Unicode categories for ``intl``: taken from the ``regex`` module, as sacrebleu does (Arrow's RE2
@@ -24,7 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import regex
 
+from . import kernels
 from .errors import InputError
+from .kernels import (BYTE_DIGIT, BYTE_DOT, BYTE_HYPHEN, BYTE_MAY_SPACE, BYTE_PUNCT, BYTE_SPACE, RULES_13A, RULES_NONE,
+                      RULES_ZH, _split_intern)
 
 TOKENIZERS = ("none", "13a", "intl", "char", "zh")
 
@@ -55,7 +60,7 @@ def _category_class(prefix: str, negate: bool = False) -> str:
     return _char_class({ord(c) for c in regex.findall(rf"\p{{{prefix}}}", every)}, negate)
 
 
-# sacrebleu tokenizer_13a: literal replacements before the rules (kernels._apply_13a_rules)
+# sacrebleu tokenizer_13a: literal replacements before the rules (kernels._split)
 _UNESCAPE_13A = [("<skipped>", ""), ("-\n", ""), ("\n", " "), ("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"),
                  ("&gt;", ">")]
 _UNESCAPE_ANY = "<skipped>|\n|&(?:quot|amp|lt|gt);"
@@ -75,7 +80,6 @@ _ZH_CLASS = _char_class({c for a, b in _ZH_RANGES for c in range(a, b + 1)})
 def _byte_rewrite(strings: pa.Array, kernel: str, *args) -> pa.Array:
     """Apply a numba rewrite kernel of :mod:`kbest_bleu.kernels` ((bytes, offsets, *args) ->
     (bytes, offsets)) to a whole string column."""
-    from . import kernels
     if len(strings) == 0:
         return strings
     data, offsets = string_buffers(strings)
@@ -128,16 +132,13 @@ def _unescape_13a(strings: pa.Array) -> pa.Array:
     return _patch_rows(strings, pc.match_substring_regex(strings, _UNESCAPE_ANY), fix)
 
 
-RULES_NONE, RULES_ZH, RULES_13A = 0, 1, 2  # what is left to do after prepare(): kernels._apply_13a_rules
-
-
 def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> tuple[pa.Array, int]:
     """sacrebleu's preprocessing and tokenizer up to its last step, the four regex rules of
-    13a/zh: those run per string inside the numba kernels.
+    13a/zh: those run while splitting (:func:`kbest_bleu.kernels._split`).
 
-    Returns the rewritten strings and which rules are left: RULES_NONE (the strings are
-    final), RULES_ZH (the rules), RULES_13A (the rules on the string padded with one space on
-    each side).
+    Returns the rewritten strings and the ``rules`` argument of the split: RULES_NONE (plain
+    ``str.split()``), RULES_ZH (the rules) or RULES_13A (the rules on the string padded with
+    one space on each side).
     """
     if tokenize not in TOKENIZERS:
         raise InputError(f"unknown tokenizer {tokenize!r}: expected one of {', '.join(TOKENIZERS)}")
@@ -158,13 +159,6 @@ def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False)
     return _byte_rewrite(strings, "_space_each_char"), RULES_NONE  # char: every code point a token
 
 
-def normalize(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> pa.Array:
-    """sacrebleu's preprocessing and tokenizer as string rewrites: the tokens are then the
-    ``str.split()`` of each result (see :func:`tokenize`)."""
-    strings, rules = prepare(strings, tokenize, lowercase_)
-    return strings if rules == RULES_NONE else _byte_rewrite(strings, "_rewrite_13a", rules == RULES_13A)
-
-
 def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 UTF-8 bytes, int64 offsets[n+1]) of an Arrow string/large_string array, zero-copy."""
     if len(strings) == 0:
@@ -177,9 +171,14 @@ def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _byte_classes() -> tuple[np.ndarray, np.ndarray]:
-    """The whitespace tables of :func:`kbest_bleu.kernels._next_token`, from Python's set."""
-    from .kernels import BYTE_MAY_SPACE, BYTE_SPACE
+    """The byte classes and wide whitespace of :func:`kbest_bleu.kernels._split`: Python's
+    whitespace set, and the bytes sacrebleu's 13a/zh rules test."""
     classes = np.zeros(256, np.uint8)
+    for lo, hi in ((0x7B, 0x7E), (0x5B, 0x60), (0x21, 0x26), (0x28, 0x2B), (0x3A, 0x40), (0x2F, 0x2F)):
+        classes[lo:hi + 1] = BYTE_PUNCT  # rule 1's class [{-~[-` -&(-+:-@/], its space aside
+    classes[list(b".,")] = BYTE_DOT
+    classes[ord("-")] = BYTE_HYPHEN
+    classes[list(b"0123456789")] = BYTE_DIGIT
     wide = []
     for ch in _PY_SPACE:
         if ord(ch) < 128:
@@ -193,18 +192,18 @@ def _byte_classes() -> tuple[np.ndarray, np.ndarray]:
 BYTE_CLASS, WIDE_SPACE = _byte_classes()
 
 
-def split_ids(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """Python ``str.split()`` of every string, with each distinct token mapped to an exact id.
+def split_ids(strings: pa.Array, rules: int = RULES_NONE) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """The tokens of every string (Python ``str.split()``, after the 13a/zh rules per ``rules``,
+    see :func:`prepare`), with each distinct token mapped to an exact id.
 
     Returns ids int32[T] (row after row), ptr int64[n+1] (row i = ids[ptr[i]:ptr[i+1]]) and the
     vocabulary (string array, token of id v at position v). Done in one numba pass over the
     UTF-8 bytes (:func:`kbest_bleu.kernels._split_intern`).
     """
-    from .kernels import _split_intern
     if len(strings) == 0:
         return np.zeros(0, np.int32), np.zeros(1, np.int64), pa.array([], pa.string())
     data, offsets = string_buffers(strings)
-    ids, ptr, first, length = _split_intern(data, offsets, BYTE_CLASS, WIDE_SPACE)
+    ids, ptr, first, length = _split_intern(data, offsets, rules, BYTE_CLASS, WIDE_SPACE)
     vocab_offsets = np.zeros(len(first) + 1, np.int64)
     np.cumsum(length, out=vocab_offsets[1:])
     gather = np.repeat(first - vocab_offsets[:-1], length) + np.arange(vocab_offsets[-1])
@@ -227,5 +226,5 @@ def tokenize(strings: pa.Array, tokenize: str = "none", lowercase: bool = False)
     tokens : pyarrow string array of all tokens, row after row
     offsets : int64[n + 1], the tokens of row i are ``tokens[offsets[i]:offsets[i + 1]]``
     """
-    ids, ptr, vocab = split_ids(normalize(strings, tokenize, lowercase))
+    ids, ptr, vocab = split_ids(*prepare(strings, tokenize, lowercase))
     return vocab.take(pa.array(ids)), ptr

@@ -18,12 +18,20 @@ import pyarrow.compute as pc
 
 from .bleu import corpus_score, sentence_scores, stats_order
 from .config import BleuConfig
-from .encode import encode, references_array, segment_references
+from .encode import encode, list_offsets, references_array, segment_references
 from .errors import InputError
 from .kernels import _background_bleu, _greedy_oracle, _mira_epoch
 from .nbest import dense_features
 from .stats import BleuStats, segment_argmax, stats_from_encoded
-from .tokenize import normalize, tokenize
+from .tokenize import tokenize
+
+
+def _joined_tokens(strings: pa.Array, cfg: BleuConfig) -> pa.Array:
+    """The tokens of each string joined by single spaces (large_string): splitting on
+    whitespace gives the same tokens back."""
+    toks, off = tokenize(strings, cfg.tokenize, cfg.lowercase)
+    return pc.binary_join(pa.LargeListArray.from_arrays(pa.array(off), toks.cast(pa.large_string())),
+                          pa.scalar(" ", pa.large_string()))
 
 
 @dataclass(frozen=True)
@@ -86,9 +94,7 @@ class KbestLists:
             names, rows = dense_features(col.to_pylist())
             values = np.array(rows, dtype=np.float64).reshape(len(col), len(names))
         hyps = table[hypothesis].combine_chunks()
-        toks, off = tokenize(hyps, cfg.tokenize, cfg.lowercase)
-        keys = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(off), toks.cast(pa.large_string())),
-                              pa.scalar(" ", pa.large_string()))
+        keys = _joined_tokens(hyps, cfg)
         seg = table[segment].combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
         model = table[score].to_numpy().astype(np.float64) if score else None
         return cls._build(seg, hyps, table[references].combine_chunks(), values, names, keys, model, cfg)
@@ -102,13 +108,13 @@ class KbestLists:
         take = pa.array(rows)
         # the rows of a segment must share their references (checked on the kept rows)
         seg_refs = segment_references(references_array(refs.take(take)), ptr, len(rows))
-        per_seg = np.asarray(seg_refs.offsets, np.int64) - seg_refs.offsets[0].as_py()
+        per_seg = list_offsets(seg_refs)
         if (np.diff(per_seg) == 0).any():
             bad = seg_sorted[ptr[:-1]][np.flatnonzero(np.diff(per_seg) == 0)[0]]
             raise InputError(f"KbestLists: segment {bad} has no references; tuning needs at least one per segment")
         # keys are the tokens joined by single spaces: splitting them again on whitespace gives the
         # same tokens, so the hypotheses are not tokenized twice; the references get the same rewrite
-        ref_text = normalize(pc.list_flatten(seg_refs), cfg.tokenize, cfg.lowercase).cast(pa.large_string())
+        ref_text = _joined_tokens(pc.list_flatten(seg_refs), cfg)
         enc = encode(keys.take(take), pa.LargeListArray.from_arrays(pa.array(per_seg), ref_text), ptr)
         stats = stats_from_encoded(enc, stats_order(cfg), cfg.ref_length)
         ref_len = np.minimum.reduceat(np.diff(enc.ref_ptr).astype(np.float64), enc.seg_ref_ptr[:-1])

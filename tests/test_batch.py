@@ -228,3 +228,27 @@ def test_failed_job_midway_leaves_no_output(tmp_path):
     with pytest.raises(kb.InputError, match="row 4999 is null"):
         score_parquet(p, tmp_path / "o.parquet", batch_size=100)
     assert sorted(os.listdir(tmp_path)) == ["late.parquet"]
+
+
+def test_dictionary_encoded_references_are_checked_and_decoded():
+    """Parquet jobs read references dictionary-encoded: per-row equality is checked on the
+    indices, with an exact fallback when a dictionary holds one string twice."""
+    from kbest_bleu.encode import references_array, segment_references
+
+    def dict_lists(offsets, indices, dictionary):
+        values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(dictionary))
+        return references_array(pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values))
+
+    refs = dict_lists([0, 2, 4, 5], [0, 1, 0, 1, 2], ["x y", "z", "q"])
+    got = segment_references(refs, np.array([0, 2, 3]), 3)
+    assert got.type == pa.list_(pa.string()) and got.to_pylist() == [["x y", "z"], ["q"]]
+    twice = dict_lists([0, 2, 4], [0, 1, 2, 1], ["x y", "z", "x y"])  # "x y" at indices 0 and 2
+    assert segment_references(twice, np.array([0, 2]), 2).to_pylist() == [["x y", "z"]]
+    differ = dict_lists([0, 1, 2], [0, 1], ["a", "b"])
+    with pytest.raises(kb.InputError, match="row 1 has references different from row 0"):
+        segment_references(differ, np.array([0, 2]), 2)
+    table = pa.table({"segment_id": [0, 0, 1], "hypothesis": ["x y z", "z", "q"],
+                      "references": pa.ListArray.from_arrays(pa.array([0, 2, 4, 5], pa.int32()),
+                                                             pa.array(["x y", "z", "x y", "z", "q"]))})
+    assert np.array_equal(score_table(table)["bleu"].to_numpy(),
+                          kb.score_kbest(["x y z", "z", "q"], [["x y", "z"], ["q"]], [0, 0, 1]))

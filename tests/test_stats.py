@@ -13,25 +13,24 @@ from hypothesis import strategies as st
 import kbest_bleu as kb
 from reference import stats as ref_stats
 
-WORDS = ["a", "b", "c"]  # tiny vocabulary: repeated and overlapping n-grams everywhere
+# tiny vocabulary: repeated and overlapping n-grams everywhere; "ab" shares a prefix with "a",
+# "é" and "\u4e2d" are multi-byte, and duplicate hypotheses are frequent
+WORDS = ["a", "b", "c", "ab", "é", "\u4e2d"]
 sentence = st.lists(st.sampled_from(WORDS), max_size=12)
 segment = st.tuples(st.lists(sentence, min_size=1, max_size=5), st.lists(sentence, max_size=4))
+SEPARATORS = [" ", "  ", "\t", "\u3000", " \n "]  # Python whitespace, ASCII and wide
 
 
-def _flatten(segments):
+def _flatten(segments, sep=" "):
     hyps, refs, seg = [], [], []
     for s, (hs, rs) in enumerate(segments):
-        hyps += [" ".join(h) for h in hs]
+        hyps += [sep.join(h) for h in hs]
         seg += [s] * len(hs)
-        refs.append([" ".join(r) for r in rs])
+        refs.append([sep.join(r) for r in rs])
     return hyps, refs, seg
 
 
-@given(st.lists(segment, min_size=1, max_size=6), st.integers(1, 8),
-       st.sampled_from(["closest", "shortest", "average"]))
-def test_kernel_equals_counter_reference(segments, max_order, policy):
-    hyps, refs, seg = _flatten(segments)
-    got = kb.ngram_stats(hyps, refs, seg, max_order=max_order, ref_length=policy)
+def _assert_equals_reference(got, segments, max_order, policy):
     row = 0
     for hs, rs in segments:
         for h in hs:
@@ -40,6 +39,25 @@ def test_kernel_equals_counter_reference(segments, max_order, policy):
             assert got.totals[row].tolist() == t
             assert (got.hyp_len[row], got.ref_len[row]) == (c, r)
             row += 1
+
+
+@given(st.lists(segment, min_size=1, max_size=6), st.integers(1, 8),
+       st.sampled_from(["closest", "shortest", "average"]), st.sampled_from(SEPARATORS))
+def test_kernel_equals_counter_reference(segments, max_order, policy, sep):
+    """Both kernels: text (strings, segment-local vocabulary) and ids (pre-tokenized lists)."""
+    hyps, refs, seg = _flatten(segments, sep)
+    text = kb.ngram_stats(hyps, refs, seg, max_order=max_order, ref_length=policy)
+    _assert_equals_reference(text, segments, max_order, policy)
+    tokens = kb.ngram_stats([list(h) for hs, _ in segments for h in hs], [[list(r) for r in rs] for _, rs in segments],
+                            seg, max_order=max_order, ref_length=policy)
+    _assert_equals_reference(tokens, segments, max_order, policy)
+
+
+def test_many_short_references():
+    """More trie nodes touched by one hypothesis than the longest reference has n-grams."""
+    refs = list("abcdefghij")
+    got = kb.ngram_stats(["a b c d e f g h i j"], [refs], max_order=4)
+    assert got.matches[0].tolist() == ref_stats(list("abcdefghij"), [[x] for x in refs], 5)[0]
 
 
 @given(st.lists(segment, min_size=1, max_size=5), st.randoms())
@@ -71,13 +89,31 @@ def test_invariants(segments, rnd):
 
 
 def test_kernel_runs_as_plain_python():
-    """NUMBA_DISABLE_JIT=1 runs the same kernel code as Python and must give the same stats."""
-    code = ("import kbest_bleu as kb, json; s = kb.ngram_stats(['a b a b c', 'c c', ''], "
-            "[['a b c a b', 'b a'], []], [0, 0, 1]); print(json.dumps(s.to_moses().tolist()))")
+    """NUMBA_DISABLE_JIT=1 runs the same kernel code as Python and must give the same stats
+    (text kernel with and without the 13a rules, id kernel on token lists)."""
+    code = ("import kbest_bleu as kb, json; print(json.dumps([kb.ngram_stats(*a, **k).to_moses().tolist() "
+            "for a, k in ARGS]))")
+    args = [((["a b a b c", "c c", "", "a b a b c"], [["a b c a b", "b a"], []], [0, 0, 1, 1]), {}),
+            ((["a, b. 3-4 (x)", "a , b ."], [["a , b . 3 - 4 ( x )"]], [0, 0]), {"tokenize": "13a"}),
+            (([["a", "b", "a"], ["c"]], [[["a", "b"]]], [0, 0]), {})]
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    jit = kb.ngram_stats(["a b a b c", "c c", ""], [["a b c a b", "b a"], []], [0, 0, 1]).to_moses().tolist()
+    out = subprocess.run([sys.executable, "-c", code.replace("ARGS", repr(args))], env=env, capture_output=True,
+                         text=True, check=True)
+    jit = [kb.ngram_stats(*a, **k).to_moses().tolist() for a, k in args]
     assert json.loads(out.stdout) == jit
+
+
+@given(st.lists(st.one_of(st.floats(allow_nan=True), st.sampled_from([0.0, 1.0])), min_size=1, max_size=30),
+       st.randoms())
+def test_segment_argmax_equals_slow_reference(values, rnd):
+    from kbest_bleu.stats import segment_argmax
+    cuts = sorted({0, len(values)} | {rnd.randrange(1, len(values) + 1) for _ in range(3)})
+    ptr = np.array(cuts, np.int64)
+    want = []
+    for a, b in zip(ptr[:-1], ptr[1:]):
+        key = [(-np.inf if np.isnan(v) else v) for v in values[a:b]]
+        want.append(a + key.index(max(key)))  # first row of the largest (NaN counts as -inf)
+    assert segment_argmax(np.array(values), ptr).tolist() == want
 
 
 def test_bleustats_operations():

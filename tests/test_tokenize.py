@@ -51,6 +51,38 @@ def test_fuzzed_unicode_equals_sacrebleu(name, lc, texts):
     _check(texts, name, lc)
 
 
+# Dense fuzzing of the 13a/zh rules: every byte the rules test, next to each other.
+RULE_PIECES = list(".,-0123 a\u00e9(/&\u4e2d") + ["..", ",.", "1.", "-1", "a.", ".a", " .", ". "]
+dense = st.lists(st.sampled_from(RULE_PIECES), max_size=16).map("".join)
+
+
+@pytest.mark.parametrize("name", ["13a", "zh"])
+@given(texts=st.lists(dense, min_size=1, max_size=8))
+def test_dense_rule_interactions_equal_sacrebleu(name, texts):
+    _check(texts, name, False)
+
+
+@given(segments=st.lists(st.tuples(st.lists(dense, min_size=1, max_size=4), st.lists(dense, max_size=3)),
+                         min_size=1, max_size=4),
+       name=st.sampled_from(["13a", "zh", "none"]))
+def test_text_kernel_statistics_on_sacrebleu_tokens(segments, name):
+    """The fused text kernel (rules applied while splitting, segment-local ids) against the
+    Counter reference on the tokens sacrebleu produces."""
+    from reference import stats as ref_stats
+    hyps = [h for hs, _ in segments for h in hs]
+    seg = [i for i, (hs, _) in enumerate(segments) for _ in hs]
+    got = kb.ngram_stats(hyps, [rs for _, rs in segments], seg, tokenize=name)
+    bleu = BLEU(tokenize=name)
+    row = 0
+    for hs, rs in segments:
+        ref_toks = [bleu._preprocess_segment(r).split() for r in rs]
+        for h in hs:
+            m, t, c, r = ref_stats(bleu._preprocess_segment(h).split(), ref_toks, 5)
+            assert (got.matches[row].tolist(), got.totals[row].tolist()) == (m, t)
+            assert (got.hyp_len[row], got.ref_len[row]) == (c, r)
+            row += 1
+
+
 @pytest.mark.parametrize("name, lc", CONFIGS)
 def test_empty_whitespace_and_long_lines(name, lc):
     long = " ".join(["the", "U.S.", "3,000", "a-b", "\u4e2d\u6587", "&amp;"] * 3000)
@@ -110,20 +142,16 @@ def test_wmt22_corpus_bleu_per_system_equals_sacrebleu(shared_data):
 def test_references_are_tokenized_once_per_segment(monkeypatch):
     from kbest_bleu import stats
     seen = []
+    real = stats.prepare
 
-    def spy(name):
-        real = getattr(stats, name)
-
-        def wrapped(strings, *args):
-            seen.append((name, len(strings)))
-            return real(strings, *args)
-        monkeypatch.setattr(stats, name, wrapped)
-    spy("prepare")  # hypotheses
-    spy("normalize")  # references
+    def spy(strings, *args):
+        seen.append(len(strings))
+        return real(strings, *args)
+    monkeypatch.setattr(stats, "prepare", spy)
     hyps = [f"h {i}" for i in range(300)]
     per_row_refs = [[f"ref {i // 100} a", f"ref {i // 100} b"] for i in range(300)]
     kb.score_kbest(hyps, per_row_refs, [i // 100 for i in range(300)], tokenize="13a")
-    assert sorted(seen) == [("normalize", 6), ("prepare", 300)]  # 3 segments x 2 references, not 300 x 2
+    assert sorted(seen) == [6, 300]  # 300 hypotheses + 3 segments x 2 references (not 300 x 2)
 
 
 @pytest.mark.parametrize("name", TOKENIZERS)
