@@ -370,7 +370,7 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
         with sink:
             writer = None
             try:
-                batches = pf.iter_batches(batch_size=batch_size)
+                batches = _read_batches(pf, batch_size)
                 for out in score_batches(_guard_reads(batches, src), cfg, columns=columns, references=references,
                                          stats=stats, tally=tally, source=str(src), schema=declared):
                     if writer is None:
@@ -392,6 +392,27 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
         if not ok and tmp is not None and tmp.exists():
             tmp.unlink()
     return tally.summary(time.perf_counter() - t0)
+
+
+def _read_batches(pf: pq.ParquetFile, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """Record batches of about ``batch_size`` rows, read one row group at a time: Arrow cannot
+    read a dictionary-encoded nested column across two row groups' dictionaries into one
+    batch. Batches of small row groups are joined here (concatenation unifies dictionaries)."""
+    held: list = []
+    rows = 0
+    for group in range(pf.metadata.num_row_groups):
+        for batch in pf.iter_batches(batch_size=batch_size, row_groups=[group]):
+            held.append(batch)
+            rows += batch.num_rows
+            if rows >= batch_size:
+                yield from _joined(held)
+                held, rows = [], 0
+    if held:
+        yield from _joined(held)
+
+
+def _joined(batches: list) -> list:
+    return batches if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks().to_batches()
 
 
 def _leaf_columns(name: str, t: pa.DataType) -> Iterator[tuple[str, pa.DataType]]:
