@@ -369,12 +369,17 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     try:
         with sink:
             writer = None
+            # Dictionary-read references can be written as they are when parquet's own types
+            # give the declared schema back without a stored Arrow schema (no decoding, and no
+            # re-encoding by the writer); otherwise they are cast back to the declared type.
+            direct = pf.schema_arrow != declared and _parquet_types_suffice(output_schema(declared, cfg, stats))
             try:
                 batches = _read_batches(pf, batch_size)
                 for out in score_batches(_guard_reads(batches, src), cfg, columns=columns, references=references,
-                                         stats=stats, tally=tally, source=str(src), schema=declared):
+                                         stats=stats, tally=tally, source=str(src),
+                                         schema=None if direct else declared):
                     if writer is None:
-                        writer = _writer(sink, out.schema, compression)
+                        writer = _writer(sink, out.schema, compression, store_schema=not direct)
                     writer.write_batch(out)
                     progress.update(out.num_rows)
                     if on_batch:
@@ -429,12 +434,30 @@ def _leaf_columns(name: str, t: pa.DataType) -> Iterator[tuple[str, pa.DataType]
         yield name, t.value_type if pa.types.is_dictionary(t) else t
 
 
-def _writer(sink: Any, schema: pa.Schema, compression: str) -> pq.ParquetWriter:
+def _writer(sink: Any, schema: pa.Schema, compression: str, store_schema: bool = True) -> pq.ParquetWriter:
     """Parquet writer with dictionary encoding for every leaf column but floating-point ones
-    (BLEU and model scores are nearly all distinct: a dictionary costs time and space there)."""
+    (BLEU and model scores are nearly all distinct: a dictionary costs time and space there).
+
+    Without ``store_schema`` the Arrow schema is not stored (dictionary columns read back as
+    plain strings) and the schema metadata is written as the file's key-value metadata.
+    """
     dictionary = [path for f in schema for path, t in _leaf_columns(f.name, f.type)
                   if not pa.types.is_floating(t)]
-    return pq.ParquetWriter(sink, schema, compression=compression, use_dictionary=dictionary)
+    writer = pq.ParquetWriter(sink, schema, compression=compression, use_dictionary=dictionary,
+                              store_schema=store_schema)
+    if not store_schema and schema.metadata:
+        writer.add_key_value_metadata(schema.metadata)
+    return writer
+
+
+def _parquet_types_suffice(schema: pa.Schema) -> bool:
+    """Whether a parquet file without the stored Arrow schema reads back exactly as ``schema``
+    (types, nullability; no field metadata to lose)."""
+    if any(f.metadata for f in schema):
+        return False
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink, store_schema=False)
+    return pq.read_schema(pa.BufferReader(sink.getvalue())).equals(schema, check_metadata=False)
 
 
 def _guard_reads(batches: Iterator[pa.RecordBatch], path: Path) -> Iterator[pa.RecordBatch]:

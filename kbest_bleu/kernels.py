@@ -106,13 +106,30 @@ def _add_reference(trie, ids, a, b, n_orders, n_nodes):
     return n_nodes
 
 
+@njit(cache=True)
+def _add_unigrams(trie, n_vocab):
+    """Insert the unigrams of token ids 0..n_vocab-1 first, as nodes 1..n_vocab, so that the
+    unigram of id t is node t + 1. Returns the number of nodes."""
+    keys, node, maxref, count, touched, shift = trie
+    mask = keys.shape[0] - 1
+    for t in range(n_vocab):
+        key = np.int64(t)  # parent 0
+        s = _slot(key, shift)
+        while keys[s] != _EMPTY:
+            s = (s + 1) & mask
+        keys[s] = key
+        node[s] = t + 1
+    return n_vocab
+
+
 @njit(cache=True, inline="always")
-def _count_matches(trie, ids, a, b, n_orders, matches, row):
+def _count_matches(trie, ids, a, b, n_orders, matches, row, unigram_nodes):
     """Add the clipped matches of the hypothesis ids[a:b] to matches[row, :].
 
     The hypothesis walks the trie from every position; an n-gram whose (n-1)-gram prefix is
     not in the trie cannot match, so the walk stops there. A negative id stands for a token
-    that no reference has: it matches nothing.
+    that no reference has: it matches nothing. With ``unigram_nodes`` the unigram of token id
+    t is node t + 1 (:func:`_add_unigrams`), found without a table probe.
     """
     keys, node, maxref, count, touched, shift = trie
     mask = keys.shape[0] - 1
@@ -123,13 +140,16 @@ def _count_matches(trie, ids, a, b, n_orders, matches, row):
             t = ids[i + n]
             if t < 0:
                 break
-            key = (np.int64(parent) << 32) | np.int64(t)
-            s = _slot(key, shift)
-            while keys[s] != _EMPTY and keys[s] != key:
-                s = (s + 1) & mask
-            if keys[s] == _EMPTY:
-                break
-            v = node[s]
+            if n == 0 and unigram_nodes:
+                v = t + 1
+            else:
+                key = (np.int64(parent) << 32) | np.int64(t)
+                s = _slot(key, shift)
+                while keys[s] != _EMPTY and keys[s] != key:
+                    s = (s + 1) & mask
+                if keys[s] == _EMPTY:
+                    break
+                v = node[s]
             if count[v] == 0:
                 touched[n_touched] = v
                 n_touched += 1
@@ -269,7 +289,7 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
             continue
         _length_stats(b - a, ref_lens, policy, totals, hyp_len, ref_len, row)
         if n_nodes > 0:
-            _count_matches(trie, tok, a, b, n_orders, matches, row)
+            _count_matches(trie, tok, a, b, n_orders, matches, row, False)
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -623,7 +643,7 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
     vocab, rid, rptr = _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space)
     ref_lens = rptr[1:] - rptr[:-1]
     trie = _new_trie(rptr[-1] * n_orders)
-    n_nodes = 0
+    n_nodes = _add_unigrams(trie, rid[:rptr[-1]].max() + 1 if rptr[-1] > 0 else 0)
     for r in range(r1 - r0):
         n_nodes = _add_reference(trie, rid, rptr[r], rptr[r + 1], n_orders, n_nodes)
     longest = 0
@@ -642,7 +662,7 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
         c = _lookup_tokens(hyp_data, a, b, rules, byte_class, wide_space, vocab, ref_data, starts, ends, hid)
         _length_stats(c, ref_lens, policy, totals, hyp_len, ref_len, h)
         if n_nodes > 0:
-            _count_matches(trie, hid, 0, c, n_orders, matches, h)
+            _count_matches(trie, hid, 0, c, n_orders, matches, h, True)
 
 
 @njit(cache=True, parallel=True, nogil=True)

@@ -39,21 +39,24 @@ def _weights(cfg: BleuConfig) -> np.ndarray:
 def _geometric(p: np.ndarray, include: np.ndarray, w: np.ndarray, renormalize: bool) -> np.ndarray:
     """exp(sum over included orders of w_n log p_n); 0 when an included p_n is 0.
 
-    With ``renormalize`` the weights of the included orders are rescaled to sum to 1
-    (sacrebleu's effective order divides by the number of orders kept). An included zero
-    precision gives log 0 = -inf and exp(-inf) = 0; excluded orders contribute w = 0 times log 1.
+    With ``renormalize`` the sum is divided by the total weight of the included orders
+    (sacrebleu's effective order divides the sum of log precisions by the number of orders
+    kept). An included zero precision gives log 0 = -inf and exp(-inf) = 0; excluded orders
+    contribute nothing.
     """
     wi = np.where(include, w, 0.0)
-    if renormalize:
-        wi = _div(wi, wi.sum(1, keepdims=True))
     with np.errstate(divide="ignore"):
-        logp = np.log(np.where(wi > 0, p, 1.0))
-    return np.exp(np.einsum("ij,ij->i", wi, logp))
+        logp = np.log(p, out=np.zeros_like(p), where=wi > 0)
+    s = np.einsum("ij,ij->i", wi, logp)
+    return np.exp(_div(s, wi.sum(1)) if renormalize else s)
 
 
 def _nist_geometric(zero: np.ndarray, base) -> np.ndarray:
     """1 / base^k for the k-th zero-match order (k = 1, 2, ... over orders where ``zero``)."""
-    return 1.0 / base ** np.cumsum(zero, axis=1)
+    k = np.cumsum(zero, axis=1)
+    if np.isscalar(base) and base == 2:
+        return np.ldexp(1.0, -k)  # exactly 1 / 2^k, without a power
+    return 1.0 / base ** k
 
 
 def _cascade(q0: np.ndarray, cur: np.ndarray, nxt: np.ndarray) -> np.ndarray:
