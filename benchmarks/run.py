@@ -197,7 +197,7 @@ def tokenizer_speed(n_lines: int = 50000) -> list:
     import workloads
     from sacrebleu.tokenizers import tokenizer_13a, tokenizer_char, tokenizer_intl, tokenizer_none, tokenizer_zh
 
-    from kbest_bleu.tokenize import normalize, split_ids
+    from kbest_bleu.tokenize import prepare, split_ids
     lines = workloads.pooled()["hypothesis"].to_pylist()[:n_lines]
     arr = pa.array(lines)
     objs = {"none": tokenizer_none.NoneTokenizer(), "13a": tokenizer_13a.Tokenizer13a(),
@@ -205,8 +205,8 @@ def tokenizer_speed(n_lines: int = 50000) -> list:
             "zh": tokenizer_zh.TokenizerZh()}
     rows = []
     for name, obj in objs.items():
-        n_tok = len(split_ids(normalize(arr, name))[0])
-        ours = _median_time(lambda: split_ids(normalize(arr, name)), 3)
+        n_tok = len(split_ids(*prepare(arr, name))[0])
+        ours = _median_time(lambda: split_ids(*prepare(arr, name)), 3)
         t0 = time.perf_counter()
         for s in lines:  # sacrebleu's lru_cache would hide repeats: all lines here are distinct calls
             obj(s.rstrip()).split()

@@ -1,7 +1,9 @@
-"""From user input to the CSR integer arrays the kernels read (DESIGN section 2).
+"""From user input to what the kernels read (DESIGN section 2).
 
-hypotheses + segment ids + references  ->  tokens  ->  int32 ids shared by hypotheses and
-references  ->  ``tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr``.
+hypotheses + segment ids + references  ->  validated Arrow arrays, segment pointers, one list
+of references per segment. Text goes from there to the text kernel (:mod:`kbest_bleu.stats`);
+token lists (and the tuning, MBR and benchmark paths) are encoded here to int32 ids shared by
+hypotheses and references: ``tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr``.
 """
 
 from __future__ import annotations
@@ -261,7 +263,7 @@ def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
     """Tokenize and map tokens to int32 ids shared by hypotheses and references.
 
     References are tokenized once per segment, not once per hypothesis row. Strings go through
-    one numba pass (split on Python whitespace + exact interning); pre-tokenized lists are
+    one numba pass (split, with the 13a/zh rules, + exact interning); pre-tokenized lists are
     dictionary-encoded by Arrow.
     """
     flat_refs = pc.list_flatten(seg_refs)

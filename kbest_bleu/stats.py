@@ -1,5 +1,5 @@
-"""BLEU sufficient statistics: computing them (validated wrapper around the kernel) and the
-:class:`BleuStats` container that tuners and corpus scoring work on."""
+"""BLEU sufficient statistics: computing them (validated wrappers around the text kernel and the
+id kernel) and the :class:`BleuStats` container that tuners and corpus scoring work on."""
 
 from __future__ import annotations
 
