@@ -64,35 +64,45 @@ def _ref_length(hyp_len, ref_lens, policy):
 def _new_trie(n_ref_ngrams):
     """An empty reference n-gram trie with room for ``n_ref_ngrams`` nodes.
 
-    (keys, node, maxref, count, touched, shift): ``keys`` holds packed (parent, token) pairs,
-    ``node`` the node id of each slot, ``maxref[id]`` the clip count (max over references),
-    ``count``/``touched`` the per-pass counts and the nodes a pass has touched (each node at
-    most once per pass, so ``n_ref_ngrams + 1`` entries always suffice).
+    (table, maxref, count, touched, shift): ``table`` holds slot s as table[2s] = the packed
+    (parent, token) key and table[2s + 1] = its node id (one cache line per probe);
+    ``maxref[id]`` is the clip count (max over references), ``count``/``touched`` the per-pass
+    counts and the nodes a pass has touched (each node at most once per pass, so
+    ``n_ref_ngrams + 1`` entries always suffice).
     """
     cap = _table_capacity(n_ref_ngrams)
-    return (np.full(cap, _EMPTY, np.int64), np.zeros(cap, np.int32), np.zeros(n_ref_ngrams + 1, np.int32),
+    return (np.full(2 * cap, _EMPTY, np.int64), np.zeros(n_ref_ngrams + 1, np.int32),
             np.zeros(n_ref_ngrams + 1, np.int32), np.empty(n_ref_ngrams + 1, np.int32), 62 - int(np.log2(cap)))
+
+
+@njit(cache=True, inline="always")
+def _find_slot(table, key, shift):
+    """The slot of ``key``, or the empty slot where it would go (linear probing)."""
+    mask = table.shape[0] // 2 - 1
+    s = _slot(key, shift)
+    k = table[2 * s]
+    while k != key and k != _EMPTY:
+        s = (s + 1) & mask
+        k = table[2 * s]
+    return s
 
 
 @njit(cache=True)
 def _add_reference(trie, ids, a, b, n_orders, n_nodes):
     """Insert the n-grams (orders 1..n_orders) of the reference ids[a:b]; each node's clip count
     becomes the max of its count in this reference and before. Returns the number of nodes."""
-    keys, node, maxref, count, touched, shift = trie
-    mask = keys.shape[0] - 1
+    table, maxref, count, touched, shift = trie
     n_touched = 0
     for i in range(a, b):
         parent = 0
         for n in range(min(n_orders, b - i)):
             key = (np.int64(parent) << 32) | np.int64(ids[i + n])
-            s = _slot(key, shift)
-            while keys[s] != _EMPTY and keys[s] != key:
-                s = (s + 1) & mask
-            if keys[s] == _EMPTY:
+            s = _find_slot(table, key, shift)
+            if table[2 * s] == _EMPTY:
                 n_nodes += 1
-                keys[s] = key
-                node[s] = n_nodes
-            child = node[s]
+                table[2 * s] = key
+                table[2 * s + 1] = n_nodes
+            child = table[2 * s + 1]
             if count[child] == 0:
                 touched[n_touched] = child
                 n_touched += 1
@@ -110,15 +120,11 @@ def _add_reference(trie, ids, a, b, n_orders, n_nodes):
 def _add_unigrams(trie, n_vocab):
     """Insert the unigrams of token ids 0..n_vocab-1 first, as nodes 1..n_vocab, so that the
     unigram of id t is node t + 1. Returns the number of nodes."""
-    keys, node, maxref, count, touched, shift = trie
-    mask = keys.shape[0] - 1
+    table, maxref, count, touched, shift = trie
     for t in range(n_vocab):
-        key = np.int64(t)  # parent 0
-        s = _slot(key, shift)
-        while keys[s] != _EMPTY:
-            s = (s + 1) & mask
-        keys[s] = key
-        node[s] = t + 1
+        s = _find_slot(table, np.int64(t), shift)  # parent 0
+        table[2 * s] = t
+        table[2 * s + 1] = t + 1
     return n_vocab
 
 
@@ -131,8 +137,7 @@ def _count_matches(trie, ids, a, b, n_orders, matches, row, unigram_nodes):
     that no reference has: it matches nothing. With ``unigram_nodes`` the unigram of token id
     t is node t + 1 (:func:`_add_unigrams`), found without a table probe.
     """
-    keys, node, maxref, count, touched, shift = trie
-    mask = keys.shape[0] - 1
+    table, maxref, count, touched, shift = trie
     n_touched = 0
     for i in range(a, b):
         parent = 0
@@ -143,13 +148,10 @@ def _count_matches(trie, ids, a, b, n_orders, matches, row, unigram_nodes):
             if n == 0 and unigram_nodes:
                 v = t + 1
             else:
-                key = (np.int64(parent) << 32) | np.int64(t)
-                s = _slot(key, shift)
-                while keys[s] != _EMPTY and keys[s] != key:
-                    s = (s + 1) & mask
-                if keys[s] == _EMPTY:
+                s = _find_slot(table, (np.int64(parent) << 32) | np.int64(t), shift)
+                if table[2 * s] == _EMPTY:
                     break
-                v = node[s]
+                v = table[2 * s + 1]
             if count[v] == 0:
                 touched[n_touched] = v
                 n_touched += 1
