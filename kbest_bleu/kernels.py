@@ -461,6 +461,29 @@ def _token_bounds(data, offsets, r0, r1, rules, byte_class, wide_space, ptr, sta
             hashes[k] = _hash_bytes(data, starts[k], ends[k])
 
 
+@njit(cache=True, inline="always")
+def _token_slot(table, hashes, first, lengths, data, buf, a, b, h):
+    """Slot of the token buf[a:b] (hash h) in an open-addressing table of token ids, or of the
+    empty slot where it would go. Token v is data[first[v]:first[v] + lengths[v]]; equal hashes
+    are confirmed byte by byte, so two different tokens never share an id."""
+    mask = table.shape[0] - 1
+    s = h & mask
+    while True:
+        v = table[s]
+        if v < 0:
+            return s
+        if hashes[v] == h and lengths[v] == b - a:
+            fa = first[v]
+            same = True
+            for j in range(b - a):
+                if data[fa + j] != buf[a + j]:
+                    same = False
+                    break
+            if same:
+                return s
+        s = (s + 1) & mask
+
+
 @njit(cache=True)
 def _rehash(hashes, n, cap):
     """A table of capacity ``cap`` holding ids 0..n-1 at the slots of their hashes."""
@@ -513,8 +536,7 @@ def _split_intern(data, offsets, rules, byte_class, wide_space):
         _token_bounds(data, offsets, cut[c], cut[c + 1], rules, byte_class, wide_space, ptr, starts, ends,
                       token_hash)
     # The table grows with the number of distinct tokens (small: it stays in cache), not with t.
-    cap = 1 << 12
-    table = np.full(cap, -1, np.int32)
+    table = np.full(1 << 12, -1, np.int32)
     hashes = np.empty(t, np.int64)  # hash of each distinct token, for rehashing
     first = np.empty(t, np.int64)
     length = np.empty(t, np.int64)
@@ -522,33 +544,17 @@ def _split_intern(data, offsets, rules, byte_class, wide_space):
     n_ids = 0
     for k in range(t):
         a, b = starts[k], ends[k]
-        h = token_hash[k]
-        mask = cap - 1
-        s = h & mask
-        while True:
-            v = table[s]
-            if v < 0:
-                table[s] = n_ids
-                hashes[n_ids] = h
-                first[n_ids] = a
-                length[n_ids] = b - a
-                ids[k] = n_ids
-                n_ids += 1
-                if 2 * n_ids > cap:
-                    cap *= 2
-                    table = _rehash(hashes, n_ids, cap)
-                break
-            if hashes[v] == h and length[v] == b - a:
-                fa = first[v]
-                same = True
-                for j in range(b - a):
-                    if data[fa + j] != data[a + j]:
-                        same = False
-                        break
-                if same:
-                    ids[k] = v
-                    break
-            s = (s + 1) & mask
+        s = _token_slot(table, hashes, first, length, data, data, a, b, token_hash[k])
+        if table[s] < 0:
+            table[s] = n_ids
+            hashes[n_ids] = token_hash[k]
+            first[n_ids] = a
+            length[n_ids] = b - a
+            n_ids += 1
+            if 2 * n_ids > table.shape[0]:
+                table = _rehash(hashes, n_ids, 2 * table.shape[0])
+                s = _token_slot(table, hashes, first, length, data, data, a, b, token_hash[k])
+        ids[k] = table[s]
     return ids, ptr, first[:n_ids], length[:n_ids]
 
 
@@ -561,27 +567,10 @@ def _lookup_tokens(buf, i, end, rules, byte_class, wide_space, vocab, ref_data, 
     lengths[v]]; equal hashes are confirmed byte by byte. starts, ends: scratch bounds.
     """
     table, hashes, first, lengths = vocab
-    mask = table.shape[0] - 1
     c = _split(buf, i, end, rules, byte_class, wide_space, starts, ends, 0)
     for k in range(c):
         a, b = starts[k], ends[k]
-        h = _hash_bytes(buf, a, b)
-        s = h & mask
-        found = -1
-        while table[s] >= 0:
-            v = table[s]
-            if hashes[v] == h and lengths[v] == b - a:
-                va = first[v]
-                same = True
-                for j in range(b - a):
-                    if ref_data[va + j] != buf[a + j]:
-                        same = False
-                        break
-                if same:
-                    found = v
-                    break
-            s = (s + 1) & mask
-        ids[k] = found
+        ids[k] = table[_token_slot(table, hashes, first, lengths, ref_data, buf, a, b, _hash_bytes(buf, a, b))]
     return c
 
 
@@ -609,26 +598,12 @@ def _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space):
     for t in range(ptr[-1]):
         a, b = starts[t], ends[t]
         h = _hash_bytes(ref_data, a, b)
-        s = h & (cap - 1)
-        while True:
-            v = table[s]
-            if v < 0:
-                v = n_ids
-                table[s] = v
-                hashes[v], first[v], lengths[v] = h, a, b - a
-                n_ids += 1
-                break
-            if hashes[v] == h and lengths[v] == b - a:
-                va = first[v]
-                same = True
-                for j in range(b - a):
-                    if ref_data[va + j] != ref_data[a + j]:
-                        same = False
-                        break
-                if same:
-                    break
-            s = (s + 1) & (cap - 1)
-        ids[t] = v
+        s = _token_slot(table, hashes, first, lengths, ref_data, ref_data, a, b, h)
+        if table[s] < 0:
+            table[s] = n_ids
+            hashes[n_ids], first[n_ids], lengths[n_ids] = h, a, b - a
+            n_ids += 1
+        ids[t] = table[s]
     return (table, hashes, first, lengths), ids, ptr
 
 
