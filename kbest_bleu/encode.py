@@ -122,7 +122,8 @@ def references_array(references: Any, row_offset: int = 0) -> pa.Array:
         return pa.array([], pa.list_(pa.string()))
     if _is_text(arr.type):
         arr = pa.ListArray.from_arrays(pa.array(np.arange(len(arr) + 1, dtype=np.int32)), arr)
-    if pa.types.is_list(arr.type) and not pa.types.is_null(arr.type.value_type):  # [[]]: no reference at all
+    if (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) and not pa.types.is_null(
+            arr.type.value_type):  # list<null> ([[]]) means no reference at all: kept as it is
         arr = _null_lists_as_strings(arr)
     if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) or not (
             _is_text(arr.type.value_type) or is_token_lists(arr.type.value_type)

@@ -221,6 +221,15 @@ def _hash_bytes(data, a, b):
 
 
 @njit(cache=True, inline="always")
+def _equal_runs(x, xa, y, ya, n):
+    """Whether x[xa:xa+n] and y[ya:ya+n] are equal element by element."""
+    for j in range(n):
+        if x[xa + j] != y[ya + j]:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
 def _seen_before(data, ptr, r, h, rows, hashes):
     """Exact duplicate detection within a segment: the earlier row q whose data[ptr[q]:ptr[q+1]]
     equals row r's (``h`` its hash), or -1 after recording row r. ``rows`` (int64, -1 = empty,
@@ -231,15 +240,8 @@ def _seen_before(data, ptr, r, h, rows, hashes):
     s = h & mask
     while rows[s] >= 0:
         q = rows[s]
-        if hashes[s] == h and ptr[q + 1] - ptr[q] == b - a:
-            qa = ptr[q]
-            same = True
-            for j in range(b - a):
-                if data[qa + j] != data[a + j]:
-                    same = False
-                    break
-            if same:
-                return q
+        if hashes[s] == h and ptr[q + 1] - ptr[q] == b - a and _equal_runs(data, ptr[q], data, a, b - a):
+            return q
         s = (s + 1) & mask
     rows[s] = r
     hashes[s] = h
@@ -472,15 +474,8 @@ def _token_slot(table, hashes, first, lengths, data, buf, a, b, h):
         v = table[s]
         if v < 0:
             return s
-        if hashes[v] == h and lengths[v] == b - a:
-            fa = first[v]
-            same = True
-            for j in range(b - a):
-                if data[fa + j] != buf[a + j]:
-                    same = False
-                    break
-            if same:
-                return s
+        if hashes[v] == h and lengths[v] == b - a and _equal_runs(data, first[v], buf, a, b - a):
+            return s
         s = (s + 1) & mask
 
 
@@ -691,10 +686,7 @@ def _rows_equal_owner(data, elem_off, row_off, owner):
                 same[r] = False
                 break
         if same[r]:
-            for j in range(elem_off[a], elem_off[b]):
-                if data[j] != data[j - shift]:
-                    same[r] = False
-                    break
+            same[r] = _equal_runs(data, elem_off[a], data, elem_off[oa], elem_off[b] - elem_off[a])
     return same
 
 

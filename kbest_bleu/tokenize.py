@@ -77,13 +77,13 @@ _ZH_RANGES = [(0x3400, 0x4DB5), (0x4E00, 0x9FA5), (0x9FA6, 0x9FBB), (0xF900, 0xF
 _ZH_CLASS = _char_class({c for a, b in _ZH_RANGES for c in range(a, b + 1)})
 
 
-def _byte_rewrite(strings: pa.Array, kernel: str, *args) -> pa.Array:
-    """Apply a numba rewrite kernel of :mod:`kbest_bleu.kernels` ((bytes, offsets, *args) ->
-    (bytes, offsets)) to a whole string column."""
+def _byte_rewrite(strings: pa.Array, kernel: str) -> pa.Array:
+    """Apply a numba rewrite kernel of :mod:`kbest_bleu.kernels` ((bytes, offsets) -> (bytes,
+    offsets)) to a whole string column."""
     if len(strings) == 0:
         return strings
     data, offsets = string_buffers(strings)
-    out, out_off = getattr(kernels, kernel)(data, offsets, *args)
+    out, out_off = getattr(kernels, kernel)(data, offsets)
     return pa.LargeStringArray.from_buffers(len(strings), pa.py_buffer(out_off), pa.py_buffer(out))
 
 
