@@ -129,23 +129,23 @@ def _add_unigrams(trie, n_vocab):
 
 
 @njit(cache=True, inline="always")
-def _count_matches(trie, ids, a, b, n_orders, matches, row, unigram_nodes):
-    """Add the clipped matches of the hypothesis ids[a:b] to matches[row, :].
+def _count_matches(trie, ids, c, n_orders, matches, row):
+    """Add the clipped matches of the hypothesis ids[0:c] to matches[row, :].
 
-    The hypothesis walks the trie from every position; an n-gram whose (n-1)-gram prefix is
-    not in the trie cannot match, so the walk stops there. A negative id stands for a token
-    that no reference has: it matches nothing. With ``unigram_nodes`` the unigram of token id
-    t is node t + 1 (:func:`_add_unigrams`), found without a table probe.
+    Ids are local to the segment: the unigram of id t is node t + 1 (:func:`_add_unigrams`),
+    found without a table probe, and a negative id stands for a token that no reference has,
+    which matches nothing. The hypothesis walks the trie from every position; an n-gram whose
+    (n-1)-gram prefix is not in the trie cannot match, so the walk stops there.
     """
     table, maxref, count, touched, shift = trie
     n_touched = 0
-    for i in range(a, b):
+    for i in range(c):
         parent = 0
-        for n in range(min(n_orders, b - i)):
+        for n in range(min(n_orders, c - i)):
             t = ids[i + n]
             if t < 0:
                 break
-            if n == 0 and unigram_nodes:
+            if n == 0:
                 v = t + 1
             else:
                 s = _find_slot(table, (np.int64(parent) << 32) | np.int64(t), shift)
@@ -267,22 +267,39 @@ def _new_stats(n_rows, n_orders):
 
 @njit(cache=True)
 def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, policy,
-                   matches, totals, hyp_len, ref_len, out0):
+                   matches, totals, hyp_len, ref_len, out0, local):
     """Statistics of hypotheses h0..h1-1 against references r0..r1-1 (one segment), written to
     output rows out0.. (out0 = h0 for one row per hypothesis).
 
-    Builds the reference n-gram trie once, then walks it with each distinct hypothesis; a
-    hypothesis with the same ids as an earlier one of the segment gets a copy of its row.
+    Token ids become local to the segment through ``local`` (int32[V], all -1 on entry and on
+    return): the references' distinct ids become 0..v-1, so that a unigram is found without a
+    table probe (:func:`_add_unigrams`), and a hypothesis id that no reference has (or >= V)
+    becomes -1, which matches nothing. The reference n-gram trie is built once, then walked
+    with each distinct hypothesis; a hypothesis with the same ids as an earlier one of the
+    segment gets a copy of its row.
     """
-    n_ref_ngrams = 0
+    base = ref_ptr[r0]
+    n_ref_tok = ref_ptr[r1] - base
+    rid = np.empty(n_ref_tok, np.int32)
+    n_ids = 0
+    for k in range(n_ref_tok):
+        t = ref_tok[base + k]
+        if local[t] < 0:
+            local[t] = n_ids
+            n_ids += 1
+        rid[k] = local[t]
     ref_lens = np.empty(r1 - r0, np.int64)
     for r in range(r0, r1):
         ref_lens[r - r0] = ref_ptr[r + 1] - ref_ptr[r]
-        n_ref_ngrams += ref_lens[r - r0] * n_orders
-    trie = _new_trie(n_ref_ngrams)
-    n_nodes = 0
+    trie = _new_trie(n_ref_tok * n_orders)
+    n_nodes = _add_unigrams(trie, n_ids)
     for r in range(r0, r1):
-        n_nodes = _add_reference(trie, ref_tok, ref_ptr[r], ref_ptr[r + 1], n_orders, n_nodes)
+        n_nodes = _add_reference(trie, rid, ref_ptr[r] - base, ref_ptr[r + 1] - base, n_orders, n_nodes)
+    longest = 0
+    for h in range(h0, h1):
+        longest = max(longest, hyp_ptr[h + 1] - hyp_ptr[h])
+    hid = np.empty(longest, np.int32)
+    v = local.shape[0]
     rows, hashes = _new_row_table(h1 - h0)
     for h in range(h0, h1):
         a, b = hyp_ptr[h], hyp_ptr[h + 1]
@@ -293,23 +310,40 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
             continue
         _length_stats(b - a, ref_lens, policy, totals, hyp_len, ref_len, row)
         if n_nodes > 0:
-            _count_matches(trie, tok, a, b, n_orders, matches, row, False)
+            for k in range(b - a):
+                t = tok[a + k]
+                hid[k] = local[t] if t < v else -1
+            _count_matches(trie, hid, b - a, n_orders, matches, row)
+    for k in range(n_ref_tok):
+        local[ref_tok[base + k]] = -1
+
+
+@njit(cache=True)
+def _thread_chunks(seg_ptr, n_threads):
+    """Segment bounds int64[C+1] cutting the segments into one run per thread, of about equal row
+    counts (prange hands each thread one contiguous block of iterations)."""
+    n_seg = seg_ptr.shape[0] - 1
+    n_chunks = max(1, min(n_seg, n_threads))
+    cut = np.searchsorted(seg_ptr, (np.arange(n_chunks + 1) * seg_ptr[-1]) // n_chunks)
+    cut[0], cut[-1] = 0, n_seg
+    return cut
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_orders, policy):
+def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_orders, policy, n_threads):
     """Clipped n-gram statistics of every hypothesis, in parallel over segments.
 
     Parameters
     ----------
-    tok : int32[T]          hypothesis token ids (ids shared with ``ref_tok``, < 2**32)
+    tok : int32[T]          hypothesis token ids (ids shared with ``ref_tok``, >= 0)
     hyp_ptr : int64[H+1]    CSR offsets of each hypothesis into ``tok``
-    ref_tok : int32[Tr]     reference token ids
+    ref_tok : int32[Tr]     reference token ids (>= 0)
     ref_ptr : int64[R+1]    CSR offsets of each reference into ``ref_tok``
     seg_hyp_ptr : int64[S+1]  hypotheses of segment s are rows seg_hyp_ptr[s]:seg_hyp_ptr[s+1]
     seg_ref_ptr : int64[S+1]  references of segment s are seg_ref_ptr[s]:seg_ref_ptr[s+1]
     n_orders : int          number of n-gram orders counted (max order N + 1)
     policy : int            REF_CLOSEST, REF_SHORTEST or REF_AVERAGE
+    n_threads : int         numba's thread count (segments are cut into one run per thread)
 
     Returns
     -------
@@ -320,10 +354,14 @@ def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_ord
     """
     n_hyp = hyp_ptr.shape[0] - 1
     matches, totals, hyp_len, ref_len = _new_stats(n_hyp, n_orders)
-    for s in prange(seg_hyp_ptr.shape[0] - 1):
-        _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
-                       seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy,
-                       matches, totals, hyp_len, ref_len, seg_hyp_ptr[s])
+    n_vocab = ref_tok.max() + 1 if ref_tok.shape[0] > 0 else 0
+    cut = _thread_chunks(seg_hyp_ptr, n_threads)
+    for c in prange(cut.shape[0] - 1):
+        local = np.full(n_vocab, -1, np.int32)  # one id map per thread, reset by each segment
+        for s in range(cut[c], cut[c + 1]):
+            _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
+                           seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy,
+                           matches, totals, hyp_len, ref_len, seg_hyp_ptr[s], local)
     return matches, totals, hyp_len, ref_len
 
 
@@ -634,7 +672,7 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
         c = _lookup_tokens(hyp_data, a, b, rules, byte_class, wide_space, vocab, ref_data, starts, ends, hid)
         _length_stats(c, ref_lens, policy, totals, hyp_len, ref_len, h)
         if n_nodes > 0:
-            _count_matches(trie, hid, 0, c, n_orders, matches, h, True)
+            _count_matches(trie, hid, c, n_orders, matches, h)
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -871,19 +909,24 @@ def _log_corpus_bleu(stats9, n):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _pair_stats(tok, hyp_ptr, seg_ptr, out_ptr, n_orders):
+def _pair_stats(tok, hyp_ptr, seg_ptr, out_ptr, n_orders, n_threads):
     """Statistics of every hypothesis against every hypothesis of its segment as the only
     reference (MBR / consensus). Segment s has K = seg_ptr[s+1] - seg_ptr[s] hypotheses; its
-    K*K output rows start at out_ptr[s], row out_ptr[s] + j*K + i = hypothesis i vs reference j.
+    K*K output rows start at out_ptr[s], row out_ptr[s] + j*K + i = hypothesis i vs reference j;
+    segments are cut into one run of about equal pair counts per thread (``n_threads``).
     Returns matches, totals int32[P, n_orders], hyp_len, ref_len int32[P], P = out_ptr[-1].
     """
     n_pairs = out_ptr[-1]
     matches, totals, hyp_len, ref_len = _new_stats(n_pairs, n_orders)
-    for s in prange(seg_ptr.shape[0] - 1):
-        h0, h1 = seg_ptr[s], seg_ptr[s + 1]
-        for j in range(h0, h1):
-            _segment_stats(tok, hyp_ptr, tok, hyp_ptr, h0, h1, j, j + 1, n_orders, REF_CLOSEST,
-                           matches, totals, hyp_len, ref_len, out_ptr[s] + (j - h0) * (h1 - h0))
+    n_vocab = tok.max() + 1 if tok.shape[0] > 0 else 0
+    cut = _thread_chunks(out_ptr, n_threads)
+    for c in prange(cut.shape[0] - 1):
+        local = np.full(n_vocab, -1, np.int32)
+        for s in range(cut[c], cut[c + 1]):
+            h0, h1 = seg_ptr[s], seg_ptr[s + 1]
+            for j in range(h0, h1):
+                _segment_stats(tok, hyp_ptr, tok, hyp_ptr, h0, h1, j, j + 1, n_orders, REF_CLOSEST,
+                               matches, totals, hyp_len, ref_len, out_ptr[s] + (j - h0) * (h1 - h0), local)
     return matches, totals, hyp_len, ref_len
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numba
 import numpy as np
 
 from .bleu import sentence_scores, stats_order
@@ -28,7 +29,8 @@ def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig) -> tuple[np.ndarray, 
     ids, ptr, _ = split_ids(*prepare(hyps, cfg.tokenize, cfg.lowercase))
     sizes = np.diff(seg_ptr)
     out_ptr = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
-    m, t, c, r = _pair_stats(ids, ptr, seg_ptr.astype(np.int64), out_ptr, stats_order(cfg) + 1)
+    m, t, c, r = _pair_stats(ids, ptr, seg_ptr.astype(np.int64), out_ptr, stats_order(cfg) + 1,
+                             numba.get_num_threads())
     return sentence_scores(BleuStats(m, t, c, r), cfg), out_ptr
 
 

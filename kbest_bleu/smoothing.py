@@ -52,11 +52,19 @@ def _geometric(p: np.ndarray, include: np.ndarray, w: np.ndarray, renormalize: b
 
 
 def _nist_geometric(zero: np.ndarray, base) -> np.ndarray:
-    """1 / base^k for the k-th zero-match order (k = 1, 2, ... over orders where ``zero``)."""
-    k = np.cumsum(zero, axis=1)
-    if np.isscalar(base) and base == 2:
-        return np.ldexp(1.0, -k)  # exactly 1 / 2^k, without a power
-    return 1.0 / base ** k
+    """1 / invcnt, where invcnt starts at 1 and is multiplied by ``base`` at each zero-match order
+    (``zero`` bool[H, N]; base a number or float64[H]): the NIST geometric sequence of section 2.3
+    (base 2, exact powers of two) and section 2.4 (base K / ln c).
+
+    Column by column: the statistics are column-major, and a running product over 4 columns is
+    much cheaper than a cumulative sum along rows.
+    """
+    out = np.empty(zero.shape, order="F")
+    invcnt = np.ones(zero.shape[0])
+    for n in range(zero.shape[1]):
+        invcnt = np.where(zero[:, n], invcnt * base, invcnt)
+        out[:, n] = 1.0 / invcnt
+    return out
 
 
 def _cascade(q0: np.ndarray, cur: np.ndarray, nxt: np.ndarray) -> np.ndarray:
@@ -90,7 +98,7 @@ def paper_precisions(method: int, m: np.ndarray, l: np.ndarray, c: np.ndarray, c
         return _div(np.where(zero, _nist_geometric(zero, 2.0), mm), ll), present
     if method in (4, 7):  # 2.4: invcnt *= K / ln(c) per zero order (inf when c = 1: m' = 0)
         with np.errstate(divide="ignore"):
-            base = (cfg.k / np.log(c))[:, None]
+            base = cfg.k / np.log(c)
         m4 = np.where(zero, _nist_geometric(zero, base), mm)
         if method == 4:
             return _div(m4, ll), present

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -140,7 +141,7 @@ def stats_from_encoded(enc: Encoded, max_order: int = 4, ref_length: str = "clos
     """Run the kernel on already encoded CSR arrays (see :class:`kbest_bleu.encode.Encoded`)."""
     n_orders, policy = _kernel_args(max_order, ref_length)
     m, t, c, r = kernels._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
-                                      enc.seg_ref_ptr, n_orders, policy)
+                                      enc.seg_ref_ptr, n_orders, policy, numba.get_num_threads())
     return BleuStats(m, t, c, r)
 
 
