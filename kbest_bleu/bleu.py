@@ -51,31 +51,33 @@ def stats_order(cfg: BleuConfig) -> int:
     return max(cfg.max_order, 4) if cfg.compat == "nltk" and cfg.smoothing in (5, 7) else cfg.max_order
 
 
-_CHUNK_ROWS = 32768  # smoothing runs on row chunks in threads (numpy releases the GIL)
+_CHUNK_ROWS = 32768  # smoothing runs on row chunks of at least this size in threads
 
 
-def score_rows(stats: BleuStats, cfg: BleuConfig, level: str):
-    """(bleu, precisions, bp) of every row of ``stats`` under ``cfg`` at ``level`` ("sentence" or
-    "corpus": decides the default effective order). float64[H], float64[H, N], float64[H].
-
-    Rows are independent, so large inputs are cut into chunks scored on numba's thread count.
-    """
+def _preset_scores(stats: BleuStats, cfg: BleuConfig, level: str):
+    """(bleu float64[H], precisions float64[H, N], bp float64[H]) of every row of ``stats`` under
+    ``cfg`` at ``level`` ("sentence" or "corpus": decides the default effective order)."""
     if stats.max_order < cfg.max_order:
         raise InputError(f"the statistics hold orders up to {stats.max_order} (+1) but max_order is "
                          f"{cfg.max_order}; recompute them with max_order >= {cfg.max_order}")
-    preset, eff = PRESETS[cfg.compat], cfg.effective(level)
+    preset = PRESETS[cfg.compat]
+    return preset(stats.matches.astype(np.float64), stats.totals.astype(np.float64),
+                  stats.hyp_len.astype(np.float64), stats.ref_len.astype(np.float64), cfg, cfg.effective(level))
 
-    def run(part: BleuStats):
-        return preset(part.matches.astype(np.float64), part.totals.astype(np.float64),
-                      part.hyp_len.astype(np.float64), part.ref_len.astype(np.float64), cfg, eff)
 
+def score_rows(stats: BleuStats, cfg: BleuConfig, level: str) -> np.ndarray:
+    """BLEU of every row of ``stats`` under ``cfg`` at ``level`` (see :func:`_preset_scores`): float64[H].
+
+    Rows are independent, so large inputs are cut into chunks scored on numba's thread count
+    (numpy releases the GIL); only the scores are gathered, not the precisions.
+    """
     n_threads = numba.get_num_threads()
     if len(stats) < 2 * _CHUNK_ROWS or n_threads == 1:
-        return run(stats)
+        return _preset_scores(stats, cfg, level)[0]
     size = max(_CHUNK_ROWS, -(-len(stats) // n_threads))
     with ThreadPoolExecutor(n_threads) as pool:
-        parts = list(pool.map(lambda a: run(stats[a:a + size]), range(0, len(stats), size)))
-    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+        return np.concatenate(list(pool.map(lambda a: _preset_scores(stats[a:a + size], cfg, level)[0],
+                                            range(0, len(stats), size))))
 
 
 def sentence_scores(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> np.ndarray:
@@ -84,14 +86,14 @@ def sentence_scores(stats: BleuStats, config: Optional[BleuConfig] = None, **opt
     ``options`` are :class:`~kbest_bleu.config.BleuConfig` fields (compat, smoothing, ...);
     effective order defaults to on, as sacrebleu's ``sentence_bleu``.
     """
-    return score_rows(stats, _config(config, options), "sentence")[0]
+    return score_rows(stats, _config(config, options), "sentence")
 
 
 def corpus_score(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> BleuResult:
     """Corpus BLEU of the summed statistics (smoothing applies to the sums, as sacrebleu)."""
     cfg = _config(config, options)
     total = stats.sum()
-    bleu, p, bp = score_rows(total, cfg, "corpus")
+    bleu, p, bp = _preset_scores(total, cfg, "corpus")
     return BleuResult(float(bleu[0]), tuple(float(x) for x in p[0]), float(bp[0]), int(total.hyp_len[0]),
                       int(total.ref_len[0]), cfg.signature("corpus"))
 

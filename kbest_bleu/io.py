@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
@@ -375,15 +376,24 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
             direct = pf.schema_arrow != declared and _parquet_types_suffice(output_schema(declared, cfg, stats))
             try:
                 batches = _read_batches(pf, batch_size)
-                for out in score_batches(_guard_reads(batches, src), cfg, columns=columns, references=references,
-                                         stats=stats, tally=tally, source=str(src),
-                                         schema=None if direct else declared):
-                    if writer is None:
-                        writer = _writer(sink, out.schema, compression, store_schema=not direct)
-                    writer.write_batch(out)
-                    progress.update(out.num_rows)
-                    if on_batch:
-                        on_batch(out.num_rows)
+                # Arrow encodes a batch on one thread: writing batch i on a background thread
+                # while batch i+1 is read and scored keeps both cores busy. At most one batch
+                # waits; a write error surfaces at the next batch or at the end.
+                with ThreadPoolExecutor(1) as background:
+                    written = None
+                    for out in score_batches(_guard_reads(batches, src), cfg, columns=columns,
+                                             references=references, stats=stats, tally=tally, source=str(src),
+                                             schema=None if direct else declared):
+                        if writer is None:
+                            writer = _writer(sink, out.schema, compression, store_schema=not direct)
+                        if written is not None:
+                            written.result()
+                        written = background.submit(writer.write_batch, out)
+                        progress.update(out.num_rows)
+                        if on_batch:
+                            on_batch(out.num_rows)
+                    if written is not None:
+                        written.result()
                 if writer is None:  # empty input: an empty table with the output schema
                     writer = _writer(sink, output_schema(declared, cfg, stats), compression)
             finally:

@@ -44,7 +44,7 @@ def _rows(sums: np.ndarray, n_orders: int) -> BleuStats:
 
 
 def _corpus_bleu_rows(sums: np.ndarray, n_orders: int, cfg: BleuConfig) -> np.ndarray:
-    return score_rows(_rows(sums, n_orders), cfg, "corpus")[0]
+    return score_rows(_rows(sums, n_orders), cfg, "corpus")
 
 
 def _resample_counts(rng: np.random.Generator, n: int, n_samples: int) -> np.ndarray:
