@@ -307,6 +307,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except InputError as exc:
         print(f"kbest-bleu {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the machine, not the input: a full disk, a vanished directory
+        print(f"kbest-bleu {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("kbest-bleu: interrupted; no output written", file=sys.stderr)
         return 130

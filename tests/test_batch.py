@@ -230,6 +230,30 @@ def test_failed_job_midway_leaves_no_output(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["late.parquet"]
 
 
+
+def test_write_error_on_background_thread_surfaces_and_leaves_no_output(tmp_path, monkeypatch, capsys):
+    """Batches are written on a background thread: a write failure (disk full) still reaches the
+    caller, the job stops, and no file remains."""
+    n = 5000
+    p = _write(tmp_path, "in.parquet", pa.table({"segment_id": np.arange(n), "hypothesis": ["a b c"] * n,
+                                                 "references": [["a b c"]] * n}))
+    calls = []
+
+    def fail_third(self, batch, *args, **kwargs):
+        calls.append(batch.num_rows)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_batch", fail_third)
+    with pytest.raises(OSError, match="No space left"):
+        score_parquet(p, tmp_path / "o.parquet", batch_size=100)
+    assert len(calls) in (3, 4)  # the failure surfaces at the next batch at the latest
+    assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
+    calls.clear()
+    assert main(["score", str(p), "-o", str(tmp_path / "o.parquet"), "--batch-size", "100", "-q"]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
+
 def test_dictionary_encoded_references_are_checked_and_decoded():
     """Parquet jobs read references dictionary-encoded: per-row equality is checked on the
     indices, with an exact fallback when a dictionary holds one string twice."""
