@@ -71,15 +71,16 @@ def _ref_length(hyp_len, ref_lens, policy):
 def _new_trie(n_ref_ngrams):
     """An empty reference n-gram trie with room for ``n_ref_ngrams`` nodes.
 
-    (table, maxref, count, touched, shift): ``table`` holds slot s as table[2s] = the packed
+    (table, maxref, tally, shift): ``table`` holds slot s as table[2s] = the packed
     (parent, token) key and table[2s + 1] = its node id (one cache line per probe);
-    ``maxref[id]`` is the clip count (max over references), ``count``/``touched`` the per-pass
-    counts and the nodes a pass has touched (each node at most once per pass, so
-    ``n_ref_ngrams + 1`` entries always suffice).
+    ``maxref[id]`` is the clip count (max over references). ``tally[id]`` counts the node's
+    occurrences in the current pass (one reference or one hypothesis) as (stamp << 32) + count:
+    each pass has a larger stamp, so a tally left by an earlier pass reads as 0 and nothing has
+    to be reset between passes.
     """
     cap = _table_capacity(n_ref_ngrams)
     return (np.full(2 * cap, _EMPTY, np.int64), np.zeros(n_ref_ngrams + 1, np.int32),
-            np.zeros(n_ref_ngrams + 1, np.int32), np.empty(n_ref_ngrams + 1, np.int32), 62 - int(np.log2(cap)))
+            np.zeros(n_ref_ngrams + 1, np.int64), 62 - int(np.log2(cap)))
 
 
 @njit(cache=True, inline="always")
@@ -94,12 +95,25 @@ def _find_slot(table, key, shift):
     return s
 
 
+@njit(cache=True, inline="always")
+def _tally(tally, v, base):
+    """Count one more occurrence of node v in the pass whose stamp is ``base`` >> 32; returns the
+    node's count in this pass."""
+    cell = tally[v]
+    if cell < base:  # last counted by an earlier pass
+        cell = base
+    cell += 1
+    tally[v] = cell
+    return cell - base
+
+
 @njit(cache=True)
-def _add_reference(trie, ids, a, b, n_orders, n_nodes):
+def _add_reference(trie, ids, a, b, n_orders, n_nodes, stamp):
     """Insert the n-grams (orders 1..n_orders) of the reference ids[a:b]; each node's clip count
-    becomes the max of its count in this reference and before. Returns the number of nodes."""
-    table, maxref, count, touched, shift = trie
-    n_touched = 0
+    becomes the max of its count in this reference and before. ``stamp``: this pass's number,
+    larger than any earlier pass's on this trie. Returns the number of nodes."""
+    table, maxref, tally, shift = trie
+    base = np.int64(stamp) << 32
     for i in range(a, b):
         parent = 0
         for n in range(min(n_orders, b - i)):
@@ -110,16 +124,8 @@ def _add_reference(trie, ids, a, b, n_orders, n_nodes):
                 table[2 * s] = key
                 table[2 * s + 1] = n_nodes
             child = table[2 * s + 1]
-            if count[child] == 0:
-                touched[n_touched] = child
-                n_touched += 1
-            count[child] += 1
+            maxref[child] = max(maxref[child], _tally(tally, child, base))
             parent = child
-    for t in range(n_touched):
-        v = touched[t]
-        if count[v] > maxref[v]:
-            maxref[v] = count[v]
-        count[v] = 0
     return n_nodes
 
 
@@ -127,7 +133,7 @@ def _add_reference(trie, ids, a, b, n_orders, n_nodes):
 def _add_unigrams(trie, n_vocab):
     """Insert the unigrams of token ids 0..n_vocab-1 first, as nodes 1..n_vocab, so that the
     unigram of id t is node t + 1. Returns the number of nodes."""
-    table, maxref, count, touched, shift = trie
+    table, maxref, tally, shift = trie
     for t in range(n_vocab):
         s = _find_slot(table, np.int64(t), shift)  # parent 0
         table[2 * s] = t
@@ -136,16 +142,17 @@ def _add_unigrams(trie, n_vocab):
 
 
 @njit(cache=True, inline="always")
-def _count_matches(trie, ids, c, n_orders, matches, row):
+def _count_matches(trie, ids, c, n_orders, matches, row, stamp):
     """Add the clipped matches of the hypothesis ids[0:c] to matches[row, :].
 
     Ids are local to the segment: the unigram of id t is node t + 1 (:func:`_add_unigrams`),
     found without a table probe, and a negative id stands for a token that no reference has,
     which matches nothing. The hypothesis walks the trie from every position; an n-gram whose
-    (n-1)-gram prefix is not in the trie cannot match, so the walk stops there.
+    (n-1)-gram prefix is not in the trie cannot match, so the walk stops there. ``stamp``: as
+    :func:`_add_reference`.
     """
-    table, maxref, count, touched, shift = trie
-    n_touched = 0
+    table, maxref, tally, shift = trie
+    base = np.int64(stamp) << 32
     for i in range(c):
         parent = 0
         for n in range(min(n_orders, c - i)):
@@ -159,15 +166,9 @@ def _count_matches(trie, ids, c, n_orders, matches, row):
                 if table[2 * s] == _EMPTY:
                     break
                 v = table[2 * s + 1]
-            if count[v] == 0:
-                touched[n_touched] = v
-                n_touched += 1
-            count[v] += 1
-            if count[v] <= maxref[v]:
+            if _tally(tally, v, base) <= maxref[v]:
                 matches[row, n] += 1
             parent = v
-    for t in range(n_touched):
-        count[touched[t]] = 0
 
 
 @njit(cache=True, inline="always")
@@ -300,8 +301,8 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
         ref_lens[r - r0] = ref_ptr[r + 1] - ref_ptr[r]
     trie = _new_trie(n_ref_tok * n_orders)
     n_nodes = _add_unigrams(trie, n_ids)
-    for r in range(r0, r1):
-        n_nodes = _add_reference(trie, rid, ref_ptr[r] - base, ref_ptr[r + 1] - base, n_orders, n_nodes)
+    for r in range(r0, r1):  # passes 1..R: the references, then one per hypothesis
+        n_nodes = _add_reference(trie, rid, ref_ptr[r] - base, ref_ptr[r + 1] - base, n_orders, n_nodes, r - r0 + 1)
     longest = 0
     for h in range(h0, h1):
         longest = max(longest, hyp_ptr[h + 1] - hyp_ptr[h])
@@ -320,7 +321,7 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
             for k in range(b - a):
                 t = tok[a + k]
                 hid[k] = local[t] if t < v else -1
-            _count_matches(trie, hid, b - a, n_orders, matches, row)
+            _count_matches(trie, hid, b - a, n_orders, matches, row, r1 - r0 + 1 + h - h0)
     for k in range(n_ref_tok):
         local[ref_tok[base + k]] = -1
 
@@ -661,8 +662,8 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
     ref_lens = rptr[1:] - rptr[:-1]
     trie = _new_trie(rptr[-1] * n_orders)
     n_nodes = _add_unigrams(trie, rid[:rptr[-1]].max() + 1 if rptr[-1] > 0 else 0)
-    for r in range(r1 - r0):
-        n_nodes = _add_reference(trie, rid, rptr[r], rptr[r + 1], n_orders, n_nodes)
+    for r in range(r1 - r0):  # passes 1..R: the references, then one per hypothesis
+        n_nodes = _add_reference(trie, rid, rptr[r], rptr[r + 1], n_orders, n_nodes, r + 1)
     longest = 0
     for h in range(h0, h1):
         longest = max(longest, hyp_off[h + 1] - hyp_off[h])
@@ -679,7 +680,7 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
         c = _lookup_tokens(hyp_data, a, b, rules, byte_class, wide_space, vocab, ref_data, starts, ends, hid)
         _length_stats(c, ref_lens, policy, totals, hyp_len, ref_len, h)
         if n_nodes > 0:
-            _count_matches(trie, hid, c, n_orders, matches, h)
+            _count_matches(trie, hid, c, n_orders, matches, h, r1 - r0 + 1 + h - h0)
 
 
 @njit(cache=True, parallel=True, nogil=True)
