@@ -274,6 +274,28 @@ def _new_stats(n_rows, n_orders):
 
 
 @njit(cache=True)
+def _reference_trie(rid, rptr, n_ids, n_orders):
+    """The n-gram trie of a segment's references: reference r is rid[rptr[r]:rptr[r+1]], in
+    segment-local ids 0..n_ids-1 (rptr int64[R+1], rptr[0] = 0). The references are passes
+    1..R (:func:`_new_trie`); the hypotheses' passes take the stamps after R.
+    Returns (trie, number of nodes)."""
+    trie = _new_trie(rptr[-1] * n_orders)
+    n_nodes = _add_unigrams(trie, n_ids)
+    for r in range(rptr.shape[0] - 1):
+        n_nodes = _add_reference(trie, rid, rptr[r], rptr[r + 1], n_orders, n_nodes, r + 1)
+    return trie, n_nodes
+
+
+@njit(cache=True)
+def _longest(ptr, h0, h1):
+    """The largest ptr[h + 1] - ptr[h] for h in h0..h1-1 (0 when empty)."""
+    longest = 0
+    for h in range(h0, h1):
+        longest = max(longest, ptr[h + 1] - ptr[h])
+    return longest
+
+
+@njit(cache=True)
 def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, policy,
                    matches, totals, hyp_len, ref_len, out0, local):
     """Statistics of hypotheses h0..h1-1 against references r0..r1-1 (one segment), written to
@@ -296,17 +318,10 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
             local[t] = n_ids
             n_ids += 1
         rid[k] = local[t]
-    ref_lens = np.empty(r1 - r0, np.int64)
-    for r in range(r0, r1):
-        ref_lens[r - r0] = ref_ptr[r + 1] - ref_ptr[r]
-    trie = _new_trie(n_ref_tok * n_orders)
-    n_nodes = _add_unigrams(trie, n_ids)
-    for r in range(r0, r1):  # passes 1..R: the references, then one per hypothesis
-        n_nodes = _add_reference(trie, rid, ref_ptr[r] - base, ref_ptr[r + 1] - base, n_orders, n_nodes, r - r0 + 1)
-    longest = 0
-    for h in range(h0, h1):
-        longest = max(longest, hyp_ptr[h + 1] - hyp_ptr[h])
-    hid = np.empty(longest, np.int32)
+    rptr = ref_ptr[r0:r1 + 1] - base
+    ref_lens = rptr[1:] - rptr[:-1]
+    trie, n_nodes = _reference_trie(rid, rptr, n_ids, n_orders)
+    hid = np.empty(_longest(hyp_ptr, h0, h1), np.int32)
     v = local.shape[0]
     rows, hashes = _new_row_table(h1 - h0)
     for h in range(h0, h1):
@@ -619,7 +634,8 @@ def _lookup_tokens(buf, i, end, rules, byte_class, wide_space, vocab, ref_data, 
 def _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space):
     """Tokens of references r0..r1-1 as ids of a vocabulary local to the segment.
 
-    Returns (vocab, ids int32[T], ptr int64[r1-r0+1]); vocab as in :func:`_lookup_tokens`.
+    Returns (vocab, ids int32[T], ptr int64[r1-r0+1], number of distinct tokens); vocab as in
+    :func:`_lookup_tokens`.
     """
     n_bytes = ref_off[r1] - ref_off[r0]
     bound = n_bytes + 1  # tokens are at least one byte
@@ -645,7 +661,7 @@ def _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space):
             hashes[n_ids], first[n_ids], lengths[n_ids] = h, a, b - a
             n_ids += 1
         ids[t] = table[s]
-    return (table, hashes, first, lengths), ids, ptr
+    return (table, hashes, first, lengths), ids, ptr, n_ids
 
 
 @njit(cache=True)
@@ -658,15 +674,10 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
     hypothesis token outside it can match nothing (id -1), so hypothesis tokens are looked up,
     never inserted. A hypothesis whose bytes equal an earlier one's gets a copy of its row.
     """
-    vocab, rid, rptr = _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space)
+    vocab, rid, rptr, n_ids = _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space)
     ref_lens = rptr[1:] - rptr[:-1]
-    trie = _new_trie(rptr[-1] * n_orders)
-    n_nodes = _add_unigrams(trie, rid[:rptr[-1]].max() + 1 if rptr[-1] > 0 else 0)
-    for r in range(r1 - r0):  # passes 1..R: the references, then one per hypothesis
-        n_nodes = _add_reference(trie, rid, rptr[r], rptr[r + 1], n_orders, n_nodes, r + 1)
-    longest = 0
-    for h in range(h0, h1):
-        longest = max(longest, hyp_off[h + 1] - hyp_off[h])
+    trie, n_nodes = _reference_trie(rid, rptr, n_ids, n_orders)
+    longest = _longest(hyp_off, h0, h1)
     hid = np.empty(longest + 1, np.int32)  # tokens are at least one byte
     starts = np.empty(longest + 1, np.int64)
     ends = np.empty(longest + 1, np.int64)
