@@ -230,7 +230,6 @@ def test_failed_job_midway_leaves_no_output(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["late.parquet"]
 
 
-
 def test_write_error_on_background_thread_surfaces_and_leaves_no_output(tmp_path, monkeypatch, capsys):
     """Batches are written on a background thread: a write failure (disk full) still reaches the
     caller, the job stops, and no file remains."""
@@ -253,6 +252,7 @@ def test_write_error_on_background_thread_surfaces_and_leaves_no_output(tmp_path
     assert main(["score", str(p), "-o", str(tmp_path / "o.parquet"), "--batch-size", "100", "-q"]) == 1
     assert "No space left on device" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
+
 
 def test_dictionary_encoded_references_are_checked_and_decoded():
     """Parquet jobs read references dictionary-encoded: per-row equality is checked on the
