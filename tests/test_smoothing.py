@@ -52,6 +52,17 @@ def test_custom_weights_and_orders():
     assert _close(kb.sentence_bleu(s, [s], max_order=8), 1.0)
 
 
+def test_tiny_precisions_whose_product_underflows():
+    # 16 orders, 15 of them floored at eps = 1e-30: the product of the precisions (1e-450)
+    # underflows float64, the geometric mean (about 1e-28) does not.
+    h = " ".join(f"w{i}" for i in range(20))
+    r = " ".join(f"w{i}" for i in reversed(range(20)))
+    got = kb.sentence_bleu(h, [r], max_order=16, smoothing=1, epsilon=1e-30)
+    m, t, c, rl = ref_stats(h.split(), [r.split()], 17)
+    want = paper_bleu(1, m, t, c, rl, N=16, eps=1e-30)
+    assert 0 < want < 1e-20 and math.isclose(got, want, rel_tol=1e-9)  # relative: the values are tiny
+
+
 def test_corpus_and_document_level():
     hyps = ["a b c d", "a b x", "q"]
     refs = [["a b c d"], ["a b c"], ["r s"]]
