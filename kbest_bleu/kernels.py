@@ -342,12 +342,15 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
 
 
 @njit(cache=True)
-def _thread_chunks(seg_ptr, n_threads):
-    """Segment bounds int64[C+1] cutting the segments into one run per thread, of about equal row
-    counts (prange hands each thread one contiguous block of iterations)."""
-    n_seg = seg_ptr.shape[0] - 1
+def _thread_chunks(work_ptr, n_threads):
+    """Segment bounds int64[C+1] cutting the segments into one run per thread of about equal work
+    (prange hands each thread one contiguous block of iterations). ``work_ptr`` int64[S+1]: the
+    work done before each segment, cumulative (token counts: K-best lists differ in length, so
+    equal row counts leave one thread waiting)."""
+    n_seg = work_ptr.shape[0] - 1
     n_chunks = max(1, min(n_seg, n_threads))
-    cut = np.searchsorted(seg_ptr, (np.arange(n_chunks + 1) * seg_ptr[-1]) // n_chunks)
+    total = work_ptr[-1] - work_ptr[0]
+    cut = np.searchsorted(work_ptr, work_ptr[0] + (np.arange(n_chunks + 1) * total) // n_chunks)
     cut[0], cut[-1] = 0, n_seg
     return cut
 
@@ -366,7 +369,8 @@ def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_ord
     seg_ref_ptr : int64[S+1]  references of segment s are seg_ref_ptr[s]:seg_ref_ptr[s+1]
     n_orders : int          number of n-gram orders counted (max order N + 1)
     policy : int            REF_CLOSEST, REF_SHORTEST or REF_AVERAGE
-    n_threads : int         numba's thread count (segments are cut into one run per thread)
+    n_threads : int         numba's thread count (segments are cut into one run per thread, of
+                            about equal token counts)
 
     Returns
     -------
@@ -378,7 +382,7 @@ def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_ord
     n_hyp = hyp_ptr.shape[0] - 1
     matches, totals, hyp_len, ref_len = _new_stats(n_hyp, n_orders)
     n_vocab = ref_tok.max() + 1 if ref_tok.shape[0] > 0 else 0
-    cut = _thread_chunks(seg_hyp_ptr, n_threads)
+    cut = _thread_chunks(hyp_ptr[seg_hyp_ptr] + ref_ptr[seg_ref_ptr], n_threads)
     for c in prange(cut.shape[0] - 1):
         local = np.full(n_vocab, -1, np.int32)  # one id map per thread, reset by each segment
         for s in range(cut[c], cut[c + 1]):
@@ -696,7 +700,7 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
 
 @njit(cache=True, parallel=True, nogil=True)
 def _text_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, n_orders, policy, rules,
-                byte_class, wide_space):
+                byte_class, wide_space, n_threads):
     """:func:`_ngram_stats` from text, in parallel over segments (no global token ids).
 
     Parameters
@@ -707,15 +711,19 @@ def _text_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, 
     n_orders, policy                            as :func:`_ngram_stats`
     rules : int                                 RULES_NONE, RULES_ZH or RULES_13A (:func:`_split`)
     byte_class, wide_space                      see :func:`_split`
+    n_threads : int                             segments are cut into one run per thread, of about
+                                                equal byte counts
 
     Returns matches, totals int32[H, n_orders], hyp_len, ref_len int32[H].
     """
     n_hyp = hyp_off.shape[0] - 1
     matches, totals, hyp_len, ref_len = _new_stats(n_hyp, n_orders)
-    for s in prange(seg_hyp_ptr.shape[0] - 1):
-        _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
-                            seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy, rules, byte_class, wide_space,
-                            matches, totals, hyp_len, ref_len)
+    cut = _thread_chunks(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_threads)
+    for c in prange(cut.shape[0] - 1):
+        for s in range(cut[c], cut[c + 1]):
+            _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
+                                seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy, rules, byte_class,
+                                wide_space, matches, totals, hyp_len, ref_len)
     return matches, totals, hyp_len, ref_len
 
 

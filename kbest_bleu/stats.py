@@ -160,7 +160,7 @@ def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.nd
     seg_ref_ptr = list_offsets(seg_refs)
     m, t, c, r = kernels._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
                                      np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr, n_orders,
-                                     policy, rules, BYTE_CLASS, WIDE_SPACE)
+                                     policy, rules, BYTE_CLASS, WIDE_SPACE, numba.get_num_threads())
     return BleuStats(m, t, c, r)
 
 

@@ -6,11 +6,15 @@ import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import kbest_bleu as kb
+from kbest_bleu import kernels
+from kbest_bleu.encode import encode
+from kbest_bleu.tokenize import BYTE_CLASS, WIDE_SPACE, string_buffers
 from reference import stats as ref_stats
 
 # tiny vocabulary: repeated and overlapping n-grams everywhere; "ab" shares a prefix with "a",
@@ -51,6 +55,37 @@ def test_kernel_equals_counter_reference(segments, max_order, policy, sep):
     tokens = kb.ngram_stats([list(h) for hs, _ in segments for h in hs], [[list(r) for r in rs] for _, rs in segments],
                             seg, max_order=max_order, ref_length=policy)
     _assert_equals_reference(tokens, segments, max_order, policy)
+
+
+@given(st.lists(segment, min_size=1, max_size=8), st.integers(1, 4), st.integers(0, 3))
+def test_thread_runs_and_sliced_inputs_do_not_change_statistics(segments, n_threads, skip):
+    """Segments cut into 1-4 runs of about equal tokens (more runs than threads included), and
+    Arrow arrays whose offsets do not start at 0, give the reference statistics."""
+    hyps, refs, seg = _flatten(segments)
+    seg_ptr = np.r_[0, np.cumsum([len(hs) for hs, _ in segments])].astype(np.int64)
+    sliced = pa.array(["x y"] * skip + hyps)[skip:]
+    flat_refs = pa.array(["x"] * skip + [r for rs in refs for r in rs])[skip:]
+    ref_ptr = np.r_[0, np.cumsum([len(rs) for _, rs in segments])].astype(np.int64)
+    m, t, c, r = kernels._text_stats(*string_buffers(sliced), *string_buffers(flat_refs), seg_ptr, ref_ptr, 5,
+                                     kernels.REF_CLOSEST, kernels.RULES_NONE, BYTE_CLASS, WIDE_SPACE, n_threads)
+    _assert_equals_reference(kb.BleuStats(m, t, c, r), segments, 4, "closest")
+    enc = encode(sliced, pa.array(refs, pa.list_(pa.string())), seg_ptr, "none")
+    m, t, c, r = kernels._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
+                                      enc.seg_ref_ptr, 5, kernels.REF_CLOSEST, n_threads)
+    _assert_equals_reference(kb.BleuStats(m, t, c, r), segments, 4, "closest")
+
+
+@given(st.lists(st.integers(0, 50), max_size=12), st.integers(0, 1000), st.integers(1, 6))
+def test_thread_chunks_cover_the_segments_in_runs_of_about_equal_work(work, start, n_threads):
+    work_ptr = start + np.r_[0, np.cumsum(work)].astype(np.int64)
+    cut = kernels._thread_chunks(work_ptr, n_threads)
+    n_seg = len(work)
+    assert cut[0] == 0 and cut[-1] == n_seg and (np.diff(cut) >= 0).all()
+    assert len(cut) - 1 == max(1, min(n_seg, n_threads))
+    # no run does more than its share plus one segment
+    share = sum(work) / (len(cut) - 1)
+    for a, b in zip(cut[:-1], cut[1:]):
+        assert work_ptr[b] - work_ptr[a] <= share + max(work, default=0)
 
 
 def test_many_short_references():
