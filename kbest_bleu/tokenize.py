@@ -63,7 +63,7 @@ def _category_class(prefix: str, negate: bool = False) -> str:
 # sacrebleu tokenizer_13a: literal replacements before the rules (kernels._split)
 _UNESCAPE_13A = [("<skipped>", ""), ("-\n", ""), ("\n", " "), ("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"),
                  ("&gt;", ">")]
-_UNESCAPE_ANY = "<skipped>|\n|&(?:quot|amp|lt|gt);"
+_UNESCAPE_BYTES = np.isin(np.arange(256), list(b"<\n&"))  # each pattern above holds one of them
 
 # sacrebleu tokenizer_zh._UCODE_RANGES as Python compares them. Two of its bounds are written
 # u'\u20000' and u'\u2f800' (five hex digits), which Python reads as two characters, e.g. '\u2000'
@@ -124,12 +124,15 @@ def lowercase(strings: pa.Array) -> pa.Array:
 
 
 def _unescape_13a(strings: pa.Array) -> pa.Array:
-    """Tokenizer13a's literal replacements, in order, on the rows that contain one of them."""
+    """Tokenizer13a's literal replacements, in order, on the rows that contain a byte one of
+    them starts with (the replacements leave the other rows unchanged)."""
     def fix(part: pa.Array) -> pa.Array:
         for old, new in _UNESCAPE_13A:
             part = pc.replace_substring(part, old, new)
         return part
-    return _patch_rows(strings, pc.match_substring_regex(strings, _UNESCAPE_ANY), fix)
+    if len(strings) == 0:
+        return strings
+    return _patch_rows(strings, pa.array(kernels._rows_with_bytes(*string_buffers(strings), _UNESCAPE_BYTES)), fix)
 
 
 def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> tuple[pa.Array, int]:
