@@ -124,14 +124,12 @@ def lowercase(strings: pa.Array) -> pa.Array:
 
 
 def _unescape_13a(strings: pa.Array) -> pa.Array:
-    """Tokenizer13a's literal replacements, in order, on the rows that contain a byte one of
-    them starts with (the replacements leave the other rows unchanged)."""
+    """Tokenizer13a's literal replacements, in order, on the rows holding one of the bytes
+    < newline & (every pattern holds one; the replacements leave the other rows unchanged)."""
     def fix(part: pa.Array) -> pa.Array:
         for old, new in _UNESCAPE_13A:
             part = pc.replace_substring(part, old, new)
         return part
-    if len(strings) == 0:
-        return strings
     return _patch_rows(strings, pa.array(kernels._rows_with_bytes(*string_buffers(strings), _UNESCAPE_BYTES)), fix)
 
 
