@@ -83,12 +83,13 @@ def _cmd_score(a: argparse.Namespace) -> int:
         if not a.output or refs is not None:
             raise InputError("--engine spark: expected IN and -o OUT (a dataset directory) with references in a "
                              "column of the input (--ref-table/--ref-file are single-machine options)")
-        n = score_parquet_spark(str(src), a.output, cfg, columns=columns, stats=a.stats, master=a.master,
-                                batch_rows=a.batch_size)
+        n = score_parquet_spark(str(src), a.output, cfg, columns=columns, stats=a.stats,
+                                smoothings=a.also_smoothing, master=a.master, batch_rows=a.batch_size)
         print(f"scored {n:,} rows with Spark ({a.master}); wrote the dataset {a.output}", file=sys.stderr)
         return 0
     summary = score_parquet(src, a.output, cfg, columns=columns, references=refs, stats=a.stats,
-                            batch_size=a.batch_size, quiet=a.quiet, compression=a.compression)
+                            smoothings=a.also_smoothing, batch_size=a.batch_size, quiet=a.quiet,
+                            compression=a.compression)
     print(json.dumps(summary.to_dict(), indent=1) if a.json else summary)
     if a.output:
         print(f"wrote {a.output}", file=sys.stderr)
@@ -230,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref-table", help="parquet file with the segment column(s) and the references column")
     p.add_argument("--ref-file", action="append", help="plain-text reference file, line i = segment i (repeatable)")
     p.add_argument("--stats", action="store_true", help="add m1..mN t1..tN hyp_len ref_len columns")
+    p.add_argument("--also-smoothing", default="", metavar="LIST",
+                   help="more sentence-BLEU columns from the same counts: comma-separated smoothings (0-7 or "
+                        "names) or 'all' (the preset's), as columns bleu_s<n>")
     p.add_argument("--batch-size", type=int, default=65536, help="rows per record batch (bounds memory)")
     p.add_argument("--compression", default="zstd", choices=COMPRESSIONS,
                    help="parquet codec of the output (zstd: smallest; snappy: fastest)")

@@ -20,6 +20,14 @@ _ALLOWED = {"sacrebleu": set(range(8)), "nltk": set(range(8)), "mteval": {0, 3},
 _DEFAULT_SMOOTHING = {"sacrebleu": 3, "nltk": 0, "mteval": 3, "moses": BLEU_PLUS_1}
 
 
+def allowed_smoothings(compat: str) -> list:
+    """The smoothings a preset supports, in order: 0-7 for sacrebleu and nltk, 0 and 3 for mteval,
+    bleu+1 for moses."""
+    if compat not in COMPATS:
+        raise InputError(f"compat: expected one of {', '.join(COMPATS)}, found {compat!r}")
+    return sorted(_ALLOWED[compat], key=str)
+
+
 @dataclass(frozen=True)
 class BleuConfig:
     """Every option that changes a BLEU number.

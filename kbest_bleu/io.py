@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .bleu import BleuResult, corpus_score, sentence_scores, stats_order
-from .config import BleuConfig
+from .config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
 from .encode import (check_contiguous, hypotheses_array, key_labels, references_array, run_starts,
                      segment_references)
 from .errors import InputError
@@ -166,9 +166,34 @@ class Summary:
                 "signature": self.signature, "seconds": self.seconds}
 
 
-def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool) -> pa.Schema:
-    """Input schema + ``bleu`` (+ statistics columns), with signature and options as metadata."""
-    fields = [pa.field("bleu", pa.float64())]
+def score_columns(config: BleuConfig, smoothings: Sequence = ()) -> list[tuple[str, BleuConfig]]:
+    """(column name, config) of every sentence-BLEU column: ``bleu`` under ``config``, then one
+    ``bleu_s<n>`` per entry of ``smoothings`` (Chen & Cherry number or sacrebleu name; "all" = every
+    smoothing of the preset; ``bleu_plus1`` for moses's bleu+1) under the same preset and options.
+    ``smoothings`` may be one comma-separated string. The statistics are counted once for all."""
+    if isinstance(smoothings, str):
+        smoothings = [x.strip() for x in smoothings.split(",") if x.strip()]
+    wanted = []
+    for s in smoothings:
+        wanted += allowed_smoothings(config.compat) if s == "all" else [s]
+    out = [("bleu", config)]
+    for s in wanted:
+        try:
+            cfg = BleuConfig.make(config, smoothing=s)
+        except InputError as exc:
+            raise InputError(f"extra smoothing {s!r}: {exc}") from None
+        name = "bleu_plus1" if cfg.smoothing == BLEU_PLUS_1 else f"bleu_s{cfg.smoothing}"
+        if name not in dict(out):
+            out.append((name, cfg))
+    return out
+
+
+def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool, smoothings: Sequence = ()) -> pa.Schema:
+    """Input schema + ``bleu`` (+ one column per extra smoothing, see :func:`score_columns`)
+    (+ statistics columns), with signatures and options as metadata: ``kbest_bleu.signature`` is
+    the signature of ``bleu``, ``kbest_bleu.signature.<column>`` that of each extra column."""
+    scored = score_columns(config, smoothings)
+    fields = [pa.field(name, pa.float64()) for name, _ in scored]
     if stats:
         n = config.max_order
         fields += [pa.field(f"{kind}{i}", pa.int32()) for kind in ("m", "t") for i in range(1, n + 1)]
@@ -178,14 +203,18 @@ def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool) -> pa.Sche
             raise InputError(f"output column {f.name!r} already exists in the input; rename or drop it first")
     meta = dict(schema.metadata or {})
     meta[META_SIGNATURE] = config.signature("sentence").encode()
+    for name, cfg in scored[1:]:
+        meta[META_SIGNATURE + b"." + name.encode()] = cfg.signature("sentence").encode()
     meta[META_OPTIONS] = json.dumps({k: v for k, v in config.__dict__.items()}).encode()
     return pa.schema(list(schema) + fields, metadata=meta)
 
 
-def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, cfg: BleuConfig, columns: Columns,
+def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, scored: list, columns: Columns,
                  references: Optional[ReferenceTable], with_stats: bool, schema: pa.Schema, tally: Optional[Tally],
                  source: str) -> pa.RecordBatch:
-    """Score a table of whole segments (``starts``: first row of each) into one output batch."""
+    """Score a table of whole segments (``starts``: first row of each) into one output batch;
+    ``scored``: the BLEU columns (:func:`score_columns`), the first one's config drives the rest."""
+    cfg = scored[0][1]
     n = chunk.num_rows
     seg_ptr = np.append(starts, n)
     where = f"{source}, rows {row0}-{row0 + n - 1}"
@@ -206,7 +235,8 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, c
         raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
                          "references; expected at least one per segment in a batch job (an empty string '' is a "
                          "valid, empty reference)")
-    stats = segment_stats(hyps, refs, seg_ptr, stats_order(cfg), cfg.ref_length, cfg.tokenize, cfg.lowercase)
+    order = max(stats_order(c) for _, c in scored)
+    stats = segment_stats(hyps, refs, seg_ptr, order, cfg.ref_length, cfg.tokenize, cfg.lowercase)
     bleu = sentence_scores(stats, cfg)
     if tally is not None:
         score = None
@@ -215,6 +245,7 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, c
         tally.add(stats, bleu, seg_ptr, score)
     arrays = [_as_type(chunk[c].combine_chunks(), f.type) for c, f in zip(chunk.column_names, schema)]
     arrays.append(pa.array(bleu))
+    arrays += [pa.array(sentence_scores(stats, c)) for _, c in scored[1:]]
     if with_stats:
         n_ord = cfg.max_order
         arrays += [pa.array(stats.matches[:, i]) for i in range(n_ord)]
@@ -230,9 +261,11 @@ def _as_type(arr: pa.Array, declared: pa.DataType) -> pa.Array:
 
 def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig] = None, *,
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
-                  tally: Optional[Tally] = None, source: str = "input",
+                  smoothings: Sequence = (), tally: Optional[Tally] = None, source: str = "input",
                   schema: Optional[pa.Schema] = None) -> Iterator[pa.RecordBatch]:
-    """Score a stream of record batches; yields output batches (input columns + ``bleu``).
+    """Score a stream of record batches; yields output batches (input columns + ``bleu``, plus
+    ``bleu_s<n>`` for each extra smoothing in ``smoothings`` (:func:`score_columns`) and the
+    statistics with ``stats``).
 
     Segments may be cut anywhere by the batch boundaries: the rows of the last segment of a batch
     are held back until the segment is complete. A segment whose rows are not contiguous raises
@@ -241,6 +274,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
     (references as dictionary-encoded strings); the output keeps the declared types.
     """
     cfg = config or BleuConfig()
+    scored = score_columns(cfg, smoothings)
     out_schema = None
     pending: Optional[pa.Table] = None  # rows of the segment still open at the end of the last batch
     seen: set = set()
@@ -250,7 +284,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
             names = [columns.hypothesis] + list(columns.segment) + ([columns.score] if columns.score else [])
             _require(batch.schema, names + ([columns.references] if references is None else []), source)
             in_schema = batch.schema
-            out_schema = output_schema(schema or in_schema, cfg, stats)
+            out_schema = output_schema(schema or in_schema, cfg, stats, smoothings)
         if batch.num_rows == 0:
             continue
         table = pa.Table.from_batches([batch], in_schema)
@@ -268,7 +302,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
             done = starts[:-1]
             labels = key_labels(keys, done)
             check_contiguous(labels, seen, done + row0, source)
-            yield _score_chunk(table.slice(0, last), done, labels, row0, cfg, columns, references, stats,
+            yield _score_chunk(table.slice(0, last), done, labels, row0, scored, columns, references, stats,
                                out_schema, tally, source)
             row0 += last
         pending = table.slice(last)
@@ -277,14 +311,16 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
         starts = np.zeros(1, np.int64)
         labels = key_labels(keys, starts)
         check_contiguous(labels, seen, starts + row0, source)
-        yield _score_chunk(pending, starts, labels, row0, cfg, columns, references, stats, out_schema, tally, source)
+        yield _score_chunk(pending, starts, labels, row0, scored, columns, references, stats, out_schema, tally,
+                           source)
 
 
 def score_table(table: pa.Table, config: Optional[BleuConfig] = None, **kwargs: Any) -> pa.Table:
     """:func:`score_batches` on an in-memory ``pyarrow.Table``; returns the scored table."""
     out = list(score_batches(table.to_batches(), config, **kwargs))
     if not out:
-        return output_schema(table.schema, config or BleuConfig(), kwargs.get("stats", False)).empty_table()
+        return output_schema(table.schema, config or BleuConfig(), kwargs.get("stats", False),
+                             kwargs.get("smoothings", ())).empty_table()
     return pa.Table.from_batches(out)
 
 
@@ -336,9 +372,10 @@ def _open_parquet(path: Path, dictionary_column: Optional[str] = None) -> tuple[
 
 def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.PathLike]", config: Optional[BleuConfig] = None, *,
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
-                  batch_size: int = 65536, quiet: bool = True, compression: str = "zstd",
+                  smoothings: Sequence = (), batch_size: int = 65536, quiet: bool = True, compression: str = "zstd",
                   on_batch: Optional[Callable[[int], None]] = None) -> Summary:
-    """Score a parquet K-best file into a new parquet file, streaming batch by batch.
+    """Score a parquet K-best file into a new parquet file, streaming batch by batch; the output
+    columns are those of :func:`score_batches`.
 
     The output is written to a temporary file beside ``out_path`` and renamed only when the job
     succeeds: a failed or interrupted job leaves no output file behind. ``out_path=None`` scores
@@ -350,6 +387,7 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
         raise InputError(f"batch size: expected a positive number of rows, found {batch_size}")
     if compression not in COMPRESSIONS:
         raise InputError(f"compression: expected one of {', '.join(COMPRESSIONS)}, found {compression!r}")
+    score_columns(cfg, smoothings)  # bad options fail before any file is opened
     if out_path is None:
         dst, tmp, sink = None, None, open(os.devnull, "wb")
     else:
@@ -373,7 +411,8 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
             # Dictionary-read references can be written as they are when parquet's own types
             # give the declared schema back without a stored Arrow schema (no decoding, and no
             # re-encoding by the writer); otherwise they are cast back to the declared type.
-            direct = pf.schema_arrow != declared and _parquet_types_suffice(output_schema(declared, cfg, stats))
+            out_schema = output_schema(declared, cfg, stats, smoothings)
+            direct = pf.schema_arrow != declared and _parquet_types_suffice(out_schema)
             try:
                 batches = _read_batches(pf, batch_size)
                 # Arrow encodes a batch on one thread: writing batch i on a background thread
@@ -382,8 +421,8 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
                 with ThreadPoolExecutor(1) as background:
                     written = None
                     for out in score_batches(_guard_reads(batches, src), cfg, columns=columns,
-                                             references=references, stats=stats, tally=tally, source=str(src),
-                                             schema=None if direct else declared):
+                                             references=references, stats=stats, smoothings=smoothings, tally=tally,
+                                             source=str(src), schema=None if direct else declared):
                         if writer is None:
                             writer = _writer(sink, out.schema, compression, store_schema=not direct)
                         if written is not None:
@@ -395,7 +434,7 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
                     if written is not None:
                         written.result()
                 if writer is None:  # empty input: an empty table with the output schema
-                    writer = _writer(sink, output_schema(declared, cfg, stats), compression)
+                    writer = _writer(sink, out_schema, compression)
             finally:
                 if writer is not None:
                     writer.close()

@@ -14,7 +14,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +22,7 @@ import pyarrow as pa
 from .bleu import sentence_scores, stats_order
 from .config import BleuConfig
 from .errors import InputError
-from .io import Columns, output_schema, score_batches
+from .io import Columns, output_schema, score_batches, score_columns
 from .stats import ngram_stats, segment_argmax
 
 ROW = "__kbest_row"
@@ -37,9 +37,11 @@ def _require_pyspark():
     return from_arrow_schema
 
 
-def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = Columns(), stats: bool = False):
-    """A Spark DataFrame with every input column plus ``bleu`` (and statistics with ``stats``), rows
-    in input order. Same kernels and same output schema as :func:`kbest_bleu.io.score_parquet`."""
+def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = Columns(), stats: bool = False,
+                    smoothings: Sequence = ()):
+    """A Spark DataFrame with every input column plus ``bleu`` (plus ``bleu_s<n>`` per extra
+    smoothing, and statistics with ``stats``), rows in input order. Same kernels and same output
+    schema as :func:`kbest_bleu.io.score_parquet`."""
     from pyspark.sql import functions as F
     from_arrow_schema = _require_pyspark()
     cfg = config or BleuConfig()
@@ -49,10 +51,11 @@ def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = 
     tagged = df.withColumn(ROW, F.monotonically_increasing_id())
     grouped = tagged.repartition(*columns.segment).sortWithinPartitions(*columns.segment, ROW)
     arrow_in = _arrow_schema(tagged.schema)
-    out_schema = output_schema(arrow_in, cfg, stats)
+    out_schema = output_schema(arrow_in, cfg, stats, smoothings)
 
     def score_partition(batches):
-        yield from score_batches(batches, cfg, columns=columns, stats=stats, source="spark partition")
+        yield from score_batches(batches, cfg, columns=columns, stats=stats, smoothings=smoothings,
+                                 source="spark partition")
 
     scored = grouped.mapInArrow(score_partition, from_arrow_schema(out_schema))
     return scored.orderBy(ROW).drop(ROW)
@@ -100,8 +103,8 @@ def _arrow_schema(spark_schema) -> pa.Schema:
 
 
 def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig] = None, *,
-                        columns: Columns = Columns(), stats: bool = False, master: str = "local[*]",
-                        batch_rows: int = 10000, spark=None) -> int:
+                        columns: Columns = Columns(), stats: bool = False, smoothings: Sequence = (),
+                        master: str = "local[*]", batch_rows: int = 10000, spark=None) -> int:
     """Score a parquet file or dataset directory into a parquet dataset directory with Spark.
 
     The dataset is written to a temporary directory beside ``out_path`` and renamed on success, so
@@ -113,6 +116,7 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
         raise InputError(f"{src}: no such file or directory; expected a parquet file or dataset directory")
     if dst.exists():
         raise InputError(f"{dst}: already exists; choose a new output directory")
+    score_columns(config or BleuConfig(), smoothings)  # bad options fail before Spark starts
     own = spark is None
     if own:
         from pyspark.sql import SparkSession
@@ -121,7 +125,7 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
                  .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows)).getOrCreate())
     tmp = dst.with_name(f".{dst.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        out = score_dataframe(spark.read.parquet(str(src)), config, columns, stats)
+        out = score_dataframe(spark.read.parquet(str(src)), config, columns, stats, smoothings)
         out.write.parquet(str(tmp))
         n = spark.read.parquet(str(tmp)).count()
         os.replace(tmp, dst)

@@ -48,6 +48,30 @@ def test_streaming_equals_in_memory_for_any_batch_size(pooled, tmp_path):
     assert b"kbest_bleu.signature" in outputs[-1].schema.metadata
 
 
+def test_extra_smoothing_columns_equal_scoring_with_each_smoothing(pooled, tmp_path):
+    """Counted once, scored under several smoothings: each column equals a separate run with that
+    smoothing, and carries that run's signature."""
+    path, t = pooled
+    cols = Columns(segment=("lp", "segment_id"))
+    seg = [f"{lp}#{i}" for lp, i in zip(t["lp"].to_pylist(), t["segment_id"].to_pylist())]
+    cases = [(dict(), "all", {f"bleu_s{n}": n for n in range(8)}),
+             # nltk's methods 5 and 7 read 5-grams whatever the order: counted to order 4 here
+             (dict(compat="nltk", max_order=2), "5, 7,floor,5", {"bleu_s5": 5, "bleu_s7": 7, "bleu_s1": 1}),
+             (dict(compat="mteval"), "all", {"bleu_s0": 0, "bleu_s3": 3}),
+             (dict(compat="moses", add_k=0.5), "all", {"bleu_plus1": "bleu+1"})]
+    for options, also, columns in cases:
+        out = tmp_path / "o.parquet"
+        score_parquet(path, out, kb.BleuConfig(**options), columns=cols, smoothings=also, batch_size=997)
+        got = pq.read_table(out)
+        assert got.column_names == t.column_names + ["bleu"] + list(columns), options
+        assert np.array_equal(got["bleu"].to_numpy(), kb.score_kbest(t["hypothesis"], t["references"], seg, **options))
+        for name, smoothing in columns.items():
+            want = kb.score_kbest(t["hypothesis"], t["references"], seg, **options, smoothing=smoothing)
+            assert np.array_equal(got[name].to_numpy(), want), (options, name)
+            signature = kb.BleuConfig(**options, smoothing=smoothing).signature()
+            assert got.schema.metadata[b"kbest_bleu.signature." + name.encode()] == signature.encode()
+
+
 def _head(path, tmp_path, n):
     out = tmp_path / "head.parquet"
     pq.write_table(pq.read_table(path).slice(0, n), out)
@@ -192,6 +216,10 @@ def _bad_cases(tmp_path):
         "output equals input": ([good, "-o", str(good)], "the output path is the input file"),
         "bad weights": ([good, "--weights", "a,b"], "--weights: expected comma-separated numbers"),
         "unknown smoothing": ([good, "--smoothing", "9"], "smoothing: compat 'sacrebleu' supports"),
+        "extra smoothing the preset lacks": ([good, "--compat", "mteval", "--also-smoothing", "0,5"],
+                                             "extra smoothing '5': smoothing: compat 'mteval' supports 0, 3"),
+        "extra column already in the input": ([_write(tmp_path, "s1.parquet", t(bleu_s1=[0.0, 0.0, 0.0])),
+                                               "--also-smoothing", "floor"], "output column 'bleu_s1' already exists"),
     }
 
 
@@ -216,6 +244,16 @@ def test_empty_strings_are_valid_and_scored_zero(tmp_path):
     p = _write(tmp_path, "e.parquet", pa.table({"segment_id": [0, 1], "hypothesis": ["", "a"], "references": [["a"], [""]]}))
     assert main(["score", str(p), "-o", str(tmp_path / "o.parquet"), "-q"]) == 0
     assert pq.read_table(tmp_path / "o.parquet")["bleu"].to_pylist() == [0.0, 0.0]
+
+
+def test_cli_also_smoothing_adds_columns(tmp_path):
+    p = _write(tmp_path, "g.parquet", pa.table(GOOD))
+    assert main(["score", str(p), "-o", str(tmp_path / "o.parquet"), "-q", "--also-smoothing", "floor,0"]) == 0
+    got = pq.read_table(tmp_path / "o.parquet")
+    assert got.column_names == list(GOOD) + ["bleu", "bleu_s1", "bleu_s0"]
+    for name, n in (("bleu_s1", 1), ("bleu_s0", 0)):
+        want = kb.score_kbest(GOOD["hypothesis"], GOOD["references"], GOOD["segment_id"], smoothing=n)
+        assert np.array_equal(got[name].to_numpy(), want)
 
 
 def test_failed_job_midway_leaves_no_output(tmp_path):
