@@ -21,10 +21,8 @@ _DEFAULT_SMOOTHING = {"sacrebleu": 3, "nltk": 0, "mteval": 3, "moses": BLEU_PLUS
 
 
 def allowed_smoothings(compat: str) -> list:
-    """The smoothings a preset supports, in order: 0-7 for sacrebleu and nltk, 0 and 3 for mteval,
-    bleu+1 for moses."""
-    if compat not in COMPATS:
-        raise InputError(f"compat: expected one of {', '.join(COMPATS)}, found {compat!r}")
+    """The smoothings a preset (a validated ``BleuConfig.compat``) supports, in order: 0-7 for
+    sacrebleu and nltk, 0 and 3 for mteval, bleu+1 for moses."""
     return sorted(_ALLOWED[compat], key=str)
 
 
