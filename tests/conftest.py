@@ -8,14 +8,44 @@ settings.register_profile("ci", max_examples=150, deadline=None)
 settings.load_profile("ci")
 
 DATA = Path(os.environ.get("KBEST_BLEU_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+EXTENSIONS = Path(os.environ.get("KBEST_BLEU_EXTENSIONS", DATA.parent / "extensions"))
+# The exhaustive sweeps (every real sentence through every tokenizer, the full stress sets) run in
+# CI (.ci/run sets KBEST_BLEU_EXHAUSTIVE=1); the README's test command skips them to stay fast.
+EXHAUSTIVE = bool(os.environ.get("KBEST_BLEU_EXHAUSTIVE"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "exhaustive: slow sweep, run only with KBEST_BLEU_EXHAUSTIVE=1 (CI)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if EXHAUSTIVE:
+        return
+    skip = pytest.mark.skip(reason="exhaustive sweep: set KBEST_BLEU_EXHAUSTIVE=1 (CI does)")
+    for item in items:
+        if "exhaustive" in item.keywords:
+            item.add_marker(skip)
+
+
+def _required(path: Path, what: str) -> Path:
+    """Skip when a shared real-data path is absent, fail under CI (KBEST_BLEU_REQUIRE_DATA=1), so
+    real-data checks cannot silently disappear there."""
+    if not path.exists():
+        if os.environ.get("KBEST_BLEU_REQUIRE_DATA"):
+            pytest.fail(f"{what} required (KBEST_BLEU_REQUIRE_DATA=1) but not found at {path}")
+        pytest.skip(f"{what} not found at {path}; set KBEST_BLEU_DATA")
+    return path
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data (or $KBEST_BLEU_DATA). Skips when absent, fails under CI
-    (KBEST_BLEU_REQUIRE_DATA=1), so real-data checks cannot silently disappear there."""
-    if not (DATA / "moses_mert_nbest.parquet").exists():
-        if os.environ.get("KBEST_BLEU_REQUIRE_DATA"):
-            pytest.fail(f"real data required (KBEST_BLEU_REQUIRE_DATA=1) but not found at {DATA}")
-        pytest.skip(f"real data not found at {DATA}; set KBEST_BLEU_DATA")
+    """../shared/data (or $KBEST_BLEU_DATA)."""
+    _required(DATA / "moses_mert_nbest.parquet", "real data")
     return DATA
+
+
+@pytest.fixture(scope="session")
+def extensions() -> Path:
+    """../shared/extensions (or $KBEST_BLEU_EXTENSIONS): gold outputs of the Meteor jar and of the
+    BLEU2VEC code, toy models, function-word lists, paraphrase tables."""
+    return _required(EXTENSIONS, "shared extensions data")
