@@ -248,7 +248,8 @@ def segment_stats(tok, fw, hyp_ptr, ref_tok, ref_fw, ref_ptr, seg_hyp_ptr, seg_r
     """
     n_h = hyp_ptr.shape[0] - 1
     stats = np.zeros((n_h, N_STATS), np.int64)
-    res = np.zeros((4, n_h))
+    res = np.full((4, n_h), np.nan)
+    res[3] = 0.0  # score 0 without references, P/R/penalty undefined
     best = np.full(n_h, -1, np.int64)
     for s in prange(seg_hyp_ptr.shape[0] - 1):
         cur = np.zeros(N_STATS, np.int64)

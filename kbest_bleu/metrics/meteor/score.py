@@ -1,0 +1,218 @@
+"""Meteor 1.5 (exact module) over hypothesis rows and K-best segments: Python API and the
+:class:`~kbest_bleu.metrics.base.Metric` of ``kbest-bleu score --metric meteor``.
+
+Tokens are what the jar's ``StringTokenizer`` gives without ``-norm``: runs of characters other
+than space, tab, newline, carriage return and form feed (Denkowski & Lavie 2014, section 2 leave
+tokenization to the user; the jar splits on these five only). Function words are recognised by
+the lowercase of the token, as the jar does. Every distinct token gets an integer id once for
+the whole batch; the numba kernel (:mod:`._align`) then aligns each hypothesis with each of its
+segment's references, parallel over segments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...encode import hypotheses_array, is_token_lists, list_offsets, references_array
+from ...errors import InputError
+from ...tokenize import lowercase as lowercase_column
+from ...tokenize import split_ids
+from . import _align
+from .params import BEAM_SIZE, MeteorParams, meteor_params
+
+# Python's str.split() also cuts at these, the jar's StringTokenizer does not (checked in the tests
+# against every code point's str.isspace()).
+_PY_ONLY_SPACE = "[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+_JAR_SPACE = "[ \t\n\r\f]+"
+# the -ssOut columns of the exact module (the 12 columns of the other modules are always 0 here)
+STAT_NAMES = ("tst_len", "ref_len", "tst_func", "ref_func", "tst_content_match", "ref_content_match",
+              "tst_func_match", "ref_func_match", "chunks", "tst_word_match", "ref_word_match")
+_STAT_COLUMNS = (0, 1, 2, 3, 4, 5, 6, 7, 20, 21, 22)
+
+
+@dataclass(frozen=True)
+class MeteorResult:
+    """Meteor of H hypothesis rows against their best reference.
+
+    score, precision, recall, fragmentation : float64[H] (the jar's -vOut columns; fragmentation
+        is its ``fragPenalty`` = gamma * frag^beta; NaN where the jar prints NaN).
+    stats : int64[H, 23], the jar's -ssOut line of the best reference (tstLen refLen tstFunc
+        refFunc, 4 modules x (tstContent refContent tstFunction refFunction), chunks,
+        tstWordMatches refWordMatches).
+    best_reference : int64[H], index of that reference among the row's (segment's) references,
+        the first one on ties, as the jar; -1 where there is none.
+    """
+
+    score: np.ndarray
+    precision: np.ndarray
+    recall: np.ndarray
+    fragmentation: np.ndarray
+    stats: np.ndarray
+    best_reference: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+    def take(self, rows: Any) -> "MeteorResult":
+        """The rows selected by an integer index array or a boolean mask (e.g. the 1-best rows)."""
+        return MeteorResult(*(a[rows] for a in (self.score, self.precision, self.recall, self.fragmentation,
+                                                self.stats, self.best_reference)))
+
+
+def _java_hash(token: str) -> int:
+    """Java's String.hashCode (31-polynomial over UTF-16 code units, 32-bit)."""
+    h = 0
+    for unit in np.frombuffer(token.encode("utf-16-be"), ">u2").tolist():
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h
+
+
+def _split(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(ids int32[T], ptr int64[n+1], vocabulary) of the jar's tokens of every string."""
+    if not pc.any(pc.match_substring_regex(texts, _PY_ONLY_SPACE)).as_py():
+        return split_ids(texts)  # no character where Python's split and the jar's differ
+    lists = pc.split_pattern_regex(texts, _JAR_SPACE)
+    flat, rows = pc.list_flatten(lists), pc.list_parent_indices(lists)
+    keep = pc.greater(pc.binary_length(flat), 0)  # empty strings before leading / after trailing spaces
+    flat, rows = flat.filter(keep), rows.filter(keep).to_numpy()
+    ptr = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=len(texts)), out=ptr[1:])
+    enc = flat.dictionary_encode()
+    return enc.indices.to_numpy().astype(np.int32), ptr, enc.dictionary
+
+
+def _tokens(texts: pa.Array, params: MeteorParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token ids int32[T] (equal ids = tokens the jar finds equal), function-word flags bool[T],
+    row pointers int64[n+1]."""
+    if params.lowercase:
+        texts = lowercase_column(texts)
+    ids, ptr, vocab = _split(texts)
+    words = pa.array(sorted(params.function_words), pa.large_string())
+    fw = pc.is_in(lowercase_column(vocab.cast(pa.large_string())), value_set=words).to_numpy(zero_copy_only=False)
+    fw_tok = np.ascontiguousarray(fw[ids], dtype=np.bool_)
+    if params.jar_compat:  # the jar compares String.hashCode values, not strings
+        hashes = np.array([_java_hash(t) for t in vocab.to_pylist()], np.int64)
+        _, merged = np.unique(hashes, return_inverse=True)
+        ids = merged.astype(np.int32)[ids]
+    return np.ascontiguousarray(ids, np.int32), fw_tok, ptr
+
+
+def _as_text(hypotheses: Any) -> pa.Array:
+    arr = hypotheses_array(hypotheses)
+    if is_token_lists(arr.type):
+        raise InputError("Meteor: expected hypotheses as strings (the jar's tokens are split on spaces, tabs and "
+                         "line breaks), found token lists; join the tokens with spaces")
+    return arr.cast(pa.large_string())
+
+
+def meteor_segments(hypotheses: Any, references: Any, seg_ptr: Any,
+                    params: MeteorParams | None = None) -> MeteorResult:
+    """Meteor (exact) of K-best lists: every hypothesis against its segment's references.
+
+    Parameters
+    ----------
+    hypotheses : H strings (list, numpy, pandas or Arrow).
+    references : S lists of reference strings, one list per segment (a bare string is one reference).
+    seg_ptr : int64[S+1], rows seg_ptr[s]:seg_ptr[s+1] are the hypotheses of segment s.
+    params : :func:`~kbest_bleu.metrics.meteor.params.meteor_params` (default English).
+
+    Each segment's references are tokenized once; the score of a row is its best reference's
+    (Meteor 1.5, ``MeteorScorer.getMeteorStats`` over a reference list).
+    """
+    params = params or meteor_params()
+    hyps = _as_text(hypotheses)
+    refs = references_array(references)
+    ptr = np.asarray(seg_ptr, dtype=np.int64)
+    if ptr.ndim != 1 or len(ptr) != len(refs) + 1 or ptr[0] != 0 or ptr[-1] != len(hyps) or np.any(np.diff(ptr) < 0):
+        raise InputError(f"Meteor: seg_ptr must be int64[S+1] rising from 0 to the {len(hyps)} hypotheses with "
+                         f"S = {len(refs)} reference lists; found {len(ptr)} pointers ending at "
+                         f"{ptr[-1] if len(ptr) else None}")
+    flat_refs = pc.list_flatten(refs)
+    if is_token_lists(flat_refs.type):
+        raise InputError("Meteor: expected references as strings, found token lists; join the tokens with spaces")
+    flat_refs = flat_refs.cast(pa.large_string()) if len(flat_refs) else pa.array([], pa.large_string())
+    ids, fw, tok_ptr = _tokens(pa.concat_arrays([hyps, flat_refs]), params)
+    n_h, n_tok = len(hyps), int(tok_ptr[len(hyps)])
+    stats, p, r, pen, score, best = _align.segment_stats(
+        ids[:n_tok], fw[:n_tok], tok_ptr[:n_h + 1], ids[n_tok:], fw[n_tok:], tok_ptr[n_h:] - n_tok, ptr,
+        list_offsets(refs), params.alpha, params.beta, params.gamma, params.delta, params.beam_size)
+    return MeteorResult(score, p, r, pen, stats, best)
+
+
+def meteor_rows(hypotheses: Any, references: Any, params: MeteorParams | None = None) -> MeteorResult:
+    """Meteor (exact) of H hypotheses, each against its own list of references (H lists)."""
+    hyps = _as_text(hypotheses)
+    refs = references_array(references)
+    if len(refs) != len(hyps):
+        raise InputError(f"Meteor: expected one list of references per hypothesis ({len(hyps)}), found {len(refs)}")
+    return meteor_segments(hyps, refs, np.arange(len(hyps) + 1, dtype=np.int64), params)
+
+
+def sentence_meteor(hypothesis: str, references: str | list[str], params: MeteorParams | None = None) -> float:
+    """Meteor (exact) of one hypothesis against one reference or a list of references."""
+    refs = [references] if isinstance(references, str) else list(references)
+    return float(meteor_rows([hypothesis], [refs], params).score[0])
+
+
+def system_meteor(result: MeteorResult, params: MeteorParams | None = None) -> float:
+    """Meteor's system score: the statistics of all rows summed, then scored (the jar's
+    "Final score", ``MeteorStats.addStats`` + ``computeMetrics``), not the mean of segment scores.
+    Select rows first (``result.take(one_best_rows)``) to score one system's output."""
+    params = params or meteor_params()
+    st = np.asarray(result.stats, dtype=np.int64)
+    total = st.sum(axis=0)
+    # MeteorStats.addStats adds no chunks for a segment matched entirely in one chunk
+    whole = (st[:, 4] + st[:, 6] == st[:, 0]) & (st[:, 5] + st[:, 7] == st[:, 1]) & (st[:, 20] == 1)
+    total[20] = st[~whole, 20].sum()
+    return float(_align.metrics(total, params.alpha, params.beta, params.gamma, params.delta)[3])
+
+
+def output_fields(name: str, stats: bool) -> list[pa.Field]:
+    """The columns of a Meteor-based metric ``name``: its score, and with ``stats`` the jar's
+    P, R, fragmentation penalty and the 11 -ssOut statistics of the exact module."""
+    fields = [pa.field(name, pa.float64())]
+    if stats:
+        fields += [pa.field(f"{name}_{x}", pa.float64()) for x in ("precision", "recall", "frag_penalty")]
+        fields += [pa.field(f"{name}_{x}", pa.int64()) for x in STAT_NAMES]
+    return fields
+
+
+def output_arrays(result: MeteorResult, stats: bool) -> list[pa.Array]:
+    """The arrays of :func:`output_fields`, in the same order."""
+    arrays = [pa.array(result.score)]
+    if stats:
+        arrays += [pa.array(a) for a in (result.precision, result.recall, result.fragmentation)]
+        arrays += [pa.array(np.ascontiguousarray(result.stats[:, c])) for c in _STAT_COLUMNS]
+    return arrays
+
+
+@dataclass(frozen=True)
+class Meteor:
+    """Meteor (exact) as a :class:`~kbest_bleu.metrics.base.Metric` (picklable: parameters only)."""
+
+    params: MeteorParams
+    name: str = "meteor"
+
+    def input_columns(self) -> list[str]:
+        return []
+
+    def output_fields(self, stats: bool) -> list[pa.Field]:
+        return output_fields(self.name, stats)
+
+    def signature(self) -> str:
+        return self.params.signature()
+
+    def score_segments(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
+                       table: pa.Table, stats: bool) -> list[pa.Array]:
+        return output_arrays(meteor_segments(hypotheses, references, seg_ptr, self.params), stats)
+
+
+def from_options(lang: str = "en", jar_compat: bool = False, lowercase: bool = False,
+                 function_words: str | None = None, beam_size: int = BEAM_SIZE) -> Meteor:
+    """The ``meteor`` metric of the registry (options as :func:`meteor_params`)."""
+    return Meteor(meteor_params(lang, jar_compat, lowercase, function_words, beam_size))
