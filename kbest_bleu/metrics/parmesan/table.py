@@ -141,7 +141,7 @@ def read_meteor_pairs(path: Union[str, Path]) -> tuple[np.ndarray, pa.Array, pa.
     import pyarrow.csv as pacsv
     # one column of whole lines (no delimiter, no quoting): Arrow reads millions of lines at once
     lines = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=["line"]),
-                           parse_options=pacsv.ParseOptions(delimiter="\x00", quote_char=False),
+                           parse_options=pacsv.ParseOptions(delimiter="\x1f", quote_char=False),
                            convert_options=pacsv.ConvertOptions(column_types={"line": pa.string()}))["line"]
     lines = lines.filter(pc.invert(pc.starts_with(lines, "#"))).combine_chunks()
     tabbed = len(lines) and "\t" in lines[0].as_py()

@@ -1,0 +1,82 @@
+"""Parmesan section 3.1 table filtering (``kbest-bleu parmesan build-table``) and its CLI hooks."""
+
+import argparse
+import gzip
+
+import pytest
+
+from kbest_bleu.metrics.parmesan import cli
+from kbest_bleu.metrics.parmesan.table import build_table, read_meteor_pairs, read_synsets
+
+METEOR = [("0.5", "cars", "automobiles"), ("0.2", "big", "large"), ("0.1", "the car", "an auto"),
+          ("0.3", "Big", "big"), ("0.4", "big", "large"), ("0.05", "cars", "xqzzyvw")]
+SYNSETS = "big\n01\nlarge\n01 02\nhuge\n02\nalone\n03\n"
+
+
+def _files(tmp_path):
+    with gzip.open(tmp_path / "paraphrase-xx.gz", "wt") as f:
+        f.write("".join(f"{p}\n{a}\n{b}\n" for p, a, b in METEOR))
+    (tmp_path / "pairs.tsv").write_text("# comment\n" + "".join(f"{p}\t{a}\t{b}\n" for p, a, b in METEOR))
+    (tmp_path / "x.synsets").write_text(SYNSETS)
+
+
+def _read(path):
+    return [tuple(line.rstrip("\n").split("\t")) for line in open(path) if not line.startswith("#")]
+
+
+def test_both_meteor_formats_read_alike(tmp_path):
+    _files(tmp_path)
+    for name in ("paraphrase-xx.gz", "pairs.tsv"):
+        prob, a, b = read_meteor_pairs(tmp_path / name)
+        assert list(zip(prob.tolist(), a.to_pylist(), b.to_pylist())) == [(float(p), x, y) for p, x, y in METEOR]
+    assert sorted(zip(*read_synsets(tmp_path / "x.synsets"))) == [
+        ("big", "large"), ("huge", "large"), ("large", "big"), ("large", "huge")]
+
+
+def test_filter_words_lowercased(tmp_path):
+    """Single words only, different lemmas (Big = big dropped), duplicates keep the best prob,
+    WordNet pairs tagged wordnet, and both where Meteor has them too."""
+    _files(tmp_path)
+    counts = build_table(tmp_path / "paraphrase-xx.gz", tmp_path / "out.tsv", analyzer="lower",
+                         synonyms=str(tmp_path / "x.synsets"))
+    assert counts == {"read": 6, "single-word": 5, "kept": 6, "wordnet": 3, "both": 1}
+    assert sorted(_read(tmp_path / "out.tsv")) == [
+        ("big", "large", "", "both", "0.4"), ("cars", "automobiles", "", "meteor", "0.5"),
+        ("cars", "xqzzyvw", "", "meteor", "0.05"), ("huge", "large", "", "wordnet", ""),
+        ("large", "big", "", "wordnet", ""), ("large", "huge", "", "wordnet", "")]
+
+
+def test_filter_with_simplemma_lemmas_and_unknown_words(tmp_path):
+    pytest.importorskip("simplemma")
+    _files(tmp_path)
+    build_table(tmp_path / "pairs.tsv", tmp_path / "out.tsv", analyzer="simplemma", lang="en", min_prob=0.3)
+    # cars/automobiles lemmatized; big/large below min_prob at 0.2 but kept at 0.4; xqzzyvw unknown
+    assert sorted(_read(tmp_path / "out.tsv")) == [("big", "large", "", "meteor", "0.4"),
+                                                   ("car", "automobile", "", "meteor", "0.5")]
+
+
+def _parser():
+    parser = argparse.ArgumentParser()
+    cli.add_commands(parser.add_subparsers(dest="command"))
+    score = parser.add_argument_group("parmesan")
+    cli.add_score_options(score)
+    return parser
+
+
+def test_cli_build_table_and_errors(tmp_path, capsys):
+    _files(tmp_path)
+    args = _parser().parse_args(["parmesan", "build-table", str(tmp_path / "pairs.tsv"), "-o", str(tmp_path / "o.tsv"),
+                                 "--analyzer", "lower"])
+    assert args.func(args) == 0
+    assert "read 6 single-word 5 kept 3 wordnet 0 both 0" in capsys.readouterr().out
+    args = _parser().parse_args(["parmesan", "build-table", str(tmp_path / "nope.gz"), "-o", str(tmp_path / "o.tsv")])
+    assert args.func(args) == 2
+    assert "found nothing at" in capsys.readouterr().out
+
+
+def test_score_options_map_to_from_options():
+    args = _parser().parse_args(["--paraphrases", "t.tsv", "--analyzer", "columns", "--hyp-lemma-col", "hl",
+                                 "--ref-lemma-col", "rl", "--directed"])
+    opts = cli.metric_options(args)
+    assert opts["paraphrases"] == "t.tsv" and opts["analyzer"] == "columns" and opts["directed"]
+    assert (opts["hyp_lemma_col"], opts["ref_lemma_col"], opts["hyp_pos_col"]) == ("hl", "rl", None)
