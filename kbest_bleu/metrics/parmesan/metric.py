@@ -13,6 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InputError
+from ..meteor.params import meteor_params
+from ..meteor.score import output_arrays, output_fields
 from .analyze import check_analyzer
 from .api import load_table, parmesan_segments
 from .table import CompiledTable
@@ -38,11 +40,10 @@ class ParmesanMetric:
         return [c for c in self.columns if c]
 
     def output_fields(self, stats: bool) -> list[pa.Field]:
-        fields = [pa.field("parmesan", pa.float64()), pa.field("parmesan_reference", pa.large_string())]
+        fields = output_fields(self.name, stats)
+        fields.insert(1, pa.field("parmesan_reference", pa.large_string()))
         if stats:
-            fields += [pa.field("parmesan_substitutions", pa.int32()), pa.field("parmesan_precision", pa.float64()),
-                       pa.field("parmesan_recall", pa.float64()), pa.field("parmesan_fragmentation", pa.float64()),
-                       pa.field("parmesan_stats", pa.list_(pa.int64()))]
+            fields.insert(2, pa.field("parmesan_substitutions", pa.int32()))
         return fields
 
     def signature(self) -> str:
@@ -61,15 +62,10 @@ class ParmesanMetric:
         r = parmesan_segments(hypotheses, references, seg_ptr, self.table, self.params, analyzer=self.analyzer,
                               lang=self.lang, hyp_lemma=hyp_lemma, hyp_pos=hyp_pos, ref_lemma=ref_lemma,
                               ref_pos=ref_pos)
-        m = r.meteor
-        out = [pa.array(np.asarray(m.score, np.float64)), r.references.cast(pa.large_string())]
+        out = output_arrays(r.meteor, stats)
+        out.insert(1, r.references.cast(pa.large_string()))
         if stats:
-            st = np.ascontiguousarray(m.stats, np.int64)
-            counts = pa.ListArray.from_arrays(pa.array(np.arange(len(st) + 1, dtype=np.int32) * st.shape[1]),
-                                              pa.array(st.ravel()))
-            out += [pa.array(r.substitutions), pa.array(np.asarray(m.precision, np.float64)),
-                    pa.array(np.asarray(m.recall, np.float64)), pa.array(np.asarray(m.fragmentation, np.float64)),
-                    counts]
+            out.insert(2, pa.array(r.substitutions))
         return out
 
 
@@ -91,7 +87,6 @@ def from_options(paraphrases: Optional[str] = None, analyzer: str = "lower", lan
     *_col : lemma/POS columns of the input table for ``analyzer="columns"`` (hypothesis columns:
         per row; reference columns: per row, one entry per reference of the row's segment)
     """
-    from ..meteor import meteor_params
     check_analyzer(analyzer)
     if not paraphrases:
         raise InputError("parmesan: expected a paraphrase table (--paraphrases TABLE.tsv), found none; "
