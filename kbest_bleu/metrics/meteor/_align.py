@@ -113,14 +113,17 @@ def align(hyp, ref, beam):
             fixed[j] = i
             used0[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
 
-    cap = beam * (cmax + 1) + 1
+    widest = 1  # paths alive at once: at most the beam, at most the product of (candidates + 1)
+    for j in range(n_j):
+        widest = min(widest * (cstart[j + 1] - cstart[j] + 1), beam)
+    cap = widest * (cmax + 1) + 1
     used = np.zeros((2, cap, n_w), np.uint64)
     cnt = np.zeros((2, cap), np.int64)
     chk = np.zeros((2, cap), np.int64)
     last = np.full((2, cap), -1, np.int64)
     dist = np.zeros((2, cap), np.int64)
     node = np.full((2, cap), -1, np.int64)
-    log_cap = beam * cstart[n_j] + 1
+    log_cap = widest * cstart[n_j] + 1
     log_parent = np.empty(log_cap, np.int64)
     log_j = np.empty(log_cap, np.int64)
     log_i = np.empty(log_cap, np.int64)
