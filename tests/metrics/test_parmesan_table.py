@@ -80,3 +80,18 @@ def test_score_options_map_to_from_options():
     opts = cli.metric_options(args)
     assert opts["paraphrases"] == "t.tsv" and opts["analyzer"] == "columns" and opts["directed"]
     assert (opts["hyp_lemma_col"], opts["ref_lemma_col"], opts["hyp_pos_col"]) == ("hl", "rl", None)
+
+
+def test_cli_metaeval_without_data_exits_2(tmp_path, capsys):
+    args = _parser().parse_args(["parmesan", "metaeval", "--data", str(tmp_path)])
+    assert args.func(args) == 2
+    assert "expected the shared data" in capsys.readouterr().out
+
+
+@pytest.mark.exhaustive
+def test_metaeval_en_cs_reproduces_the_papers_meteor_exact(shared_data):
+    """Barančíková 2014 Table 4, WMT12 Original / No paraphr.: Pearson 0.861 (Meteor 1.4)."""
+    from kbest_bleu.metrics.parmesan.metaeval import en_cs
+    rows = {m: (paper, ours, n) for m, paper, ours, n in en_cs(shared_data)}
+    paper, ours, n = rows["Meteor exact (cz)"]
+    assert n == 13 and abs(ours - paper) < 0.005
