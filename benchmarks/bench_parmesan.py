@@ -1,0 +1,140 @@
+"""Parmesan (targeted paraphrasing + Meteor exact) on 100-best lists, side by side with a
+straightforward Python paraphraser in the same run.
+
+    pip install '.[bench,parmesan]'
+    python benchmarks/bench_parmesan.py          # 2,000 x 100-best x 1 ref English (WMT22, generated)
+
+The paraphrase table is the English one of ``kbest-bleu parmesan metaeval`` (Meteor 1.5
+paraphrase-en + WordNet synsets from pycocoevalcap==1.2, filtered as section 3.1 with
+simplemma); ``--table`` takes another. Lemma columns are simplemma lemmas and POS columns a
+coarse proxy (punctuation / number / word), computed before timing: the target is "given
+lemma/POS columns". Rows, hypotheses per second, medians of --repeats runs after a warm-up:
+- paraphrase, ours: tokens, lemma/POS ids, the numba kernel, the new reference strings;
+- paraphrase, Python: the same procedure with sets and dicts per row (seeded subset, extrapolated);
+- Parmesan, ours: paraphrase + Meteor exact (meteor_rows on the paraphrased references);
+- Meteor exact alone on the original references, for the share of each step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+sys.path.insert(0, str(Path(__file__).parent))
+import workloads  # noqa: E402
+
+from kbest_bleu.encode import segment_pointers, segment_references  # noqa: E402
+from kbest_bleu.metrics.meteor import meteor_params, meteor_segments  # noqa: E402
+from kbest_bleu.metrics.parmesan import load_table, paraphrase_segments, parmesan_segments  # noqa: E402
+from kbest_bleu.metrics.parmesan.metaeval import english_table  # noqa: E402
+from kbest_bleu.metrics.parmesan.table import read_table  # noqa: E402
+from kbest_bleu.tokenize import tokenize  # noqa: E402
+
+
+def _columns(strings: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """simplemma lemma and proxy POS columns (list<string> per sentence)."""
+    import simplemma
+    flat, off = tokenize(strings)  # the words Parmesan splits (Python's str.split)
+    enc = flat.dictionary_encode()
+    words = enc.dictionary.to_pylist()
+    lem = pa.array([simplemma.lemmatize(w, lang="en").lower() for w in words]).take(enc.indices)
+    pos = pa.array(["NUM" if w[:1].isdigit() else "W" if w[:1].isalpha() else "PUNCT" for w in words]).take(enc.indices)
+    off = pa.array(off.astype(np.int32))
+    return pa.ListArray.from_arrays(off, lem), pa.ListArray.from_arrays(off, pos)
+
+
+def python_paraphrase(hyp, ref, by_ref):
+    """The straightforward implementation: hyp/ref lists of (form, lemma, pos); by_ref[r] the
+    table's candidates (h, pos) of lemma r in preference order."""
+    hyp_lemmas, ref_lemmas = {lem for _, lem, _ in hyp}, {lem for _, lem, _ in ref}
+    out = []
+    for form, r, p in ref:
+        new = form
+        if r not in hyp_lemmas:
+            for h, tp in by_ref.get(r, ()):
+                if h in hyp_lemmas and h not in ref_lemmas and tp in ("", p):
+                    forms = [f for f, lem, q in hyp if lem == h and q == p]
+                    if forms:
+                        new = forms[0]
+                        break
+        out.append(new)
+    return " ".join(out)
+
+
+def _median(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--segments", type=int, default=2000)
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--python-rows", type=int, default=5000)
+    ap.add_argument("--table", default=None)
+    a = ap.parse_args()
+    path = english_table(a.table)
+    table = workloads.generated(n_seg=a.segments, k=a.k, n_refs=1)
+    ptr = segment_pointers(table["segment_id"], table.num_rows)
+    refs = segment_references(table["references"].combine_chunks(), ptr, table.num_rows)
+    hyps = table["hypothesis"].combine_chunks().cast(pa.string())
+    flat_refs = pc.list_flatten(refs).cast(pa.string())
+    t0 = time.perf_counter()
+    hl, hp = _columns(hyps)
+    rl, rp = _columns(flat_refs)
+    analysis = time.perf_counter() - t0
+    compiled = load_table(path)
+    cols = dict(analyzer="columns", hyp_lemma=hl, hyp_pos=hp, ref_lemma=rl, ref_pos=rp)
+    params = meteor_params("en")
+    n = table.num_rows
+    rows = {}
+    rows["paraphrase, ours"] = _median(lambda: paraphrase_segments(hyps, refs, ptr, compiled, **cols), a.repeats)
+    rows["Parmesan (paraphrase + Meteor exact), ours"] = _median(
+        lambda: parmesan_segments(hyps, refs, ptr, compiled, params, **cols), a.repeats)
+    rows["Meteor exact alone, original references"] = _median(lambda: meteor_segments(hyps, refs, ptr, params),
+                                                              a.repeats)
+    # the straightforward Python paraphraser on a seeded subset of whole segments, checked equal
+    raw = read_table(path)
+    order = np.lexsort((raw.order, -raw.prob, raw.rank, np.array(raw.ref, dtype=object).astype(str)))
+    by_ref: dict = {}
+    for i in order:
+        by_ref.setdefault(raw.ref[i], []).append((raw.hyp[i], raw.pos[i]))
+    n_seg = max(1, a.python_rows // a.k)
+    segs = np.sort(np.random.default_rng(0).choice(len(ptr) - 1, n_seg, replace=False))
+    sub = [(s, h) for s in segs for h in range(ptr[s], ptr[s + 1])]
+
+    def words(text, lem, pos):
+        return list(zip(text.split(), lem, pos))
+
+    hyp_py = [words(hyps[h].as_py(), hl[h].as_py(), hp[h].as_py()) for _, h in sub]
+    ref_py = {s: words(flat_refs[s].as_py(), rl[s].as_py(), rp[s].as_py()) for s in segs}
+    t = time.perf_counter()
+    py_out = [python_paraphrase(hw, ref_py[s], by_ref) for hw, (s, _) in zip(hyp_py, sub)]
+    py_time = (time.perf_counter() - t) * n / len(sub)
+    ours = paraphrase_segments(hyps, refs, ptr, compiled, **cols)[0].references
+    mismatches = sum(ours[h][0].as_py() != o for (_, h), o in zip(sub, py_out))
+    print(f"{a.segments} segments x {a.k}-best x 1 ref ({n:,} rows); table {Path(path).name} "
+          f"({len(compiled.hyp):,} directed pairs); lemma/POS columns built in {analysis:.1f} s (not timed below)")
+    print("| what | time (s) | hypotheses/s | vs Python |\n|---|---|---|---|")
+    for name, secs in rows.items():
+        print(f"| {name} | {secs:.3f} | {n / secs:,.0f} | {py_time / secs:.0f}x |")
+    print(f"| paraphrase, straightforward Python* | {py_time:.2f} | {n / py_time:,.0f} | 1x |")
+    print(f"* extrapolated from {len(sub):,} rows ({n_seg} whole segments); its references differ from ours "
+          f"on {mismatches} of them")
+
+
+if __name__ == "__main__":
+    main()
