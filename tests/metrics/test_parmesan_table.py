@@ -5,7 +5,7 @@ import gzip
 
 import pytest
 
-from kbest_bleu.metrics.parmesan import cli
+from kbest_bleu.metrics.parmesan import cli, from_options
 from kbest_bleu.metrics.parmesan.table import build_table, read_meteor_pairs, read_synsets
 
 METEOR = [("0.5", "cars", "automobiles"), ("0.2", "big", "large"), ("0.1", "the car", "an auto"),
@@ -56,10 +56,12 @@ def test_filter_with_simplemma_lemmas_and_unknown_words(tmp_path):
 
 
 def _parser():
+    """A parser like kbest-bleu's: the parmesan command, and the score options of Meteor and Parmesan."""
+    from kbest_bleu.metrics.meteor import cli as meteor_cli
     parser = argparse.ArgumentParser()
     cli.add_commands(parser.add_subparsers(dest="command"))
-    score = parser.add_argument_group("parmesan")
-    cli.add_score_options(score)
+    meteor_cli.add_score_options(parser.add_argument_group("meteor"))
+    cli.add_score_options(parser.add_argument_group("parmesan"))
     return parser
 
 
@@ -74,12 +76,16 @@ def test_cli_build_table_and_errors(tmp_path, capsys):
     assert "found nothing at" in capsys.readouterr().out
 
 
-def test_score_options_map_to_from_options():
+def test_score_options_map_to_from_options(extensions):
     args = _parser().parse_args(["--paraphrases", "t.tsv", "--analyzer", "columns", "--hyp-lemma-col", "hl",
-                                 "--ref-lemma-col", "rl", "--directed"])
+                                 "--ref-lemma-col", "rl", "--paraphrases-directed", "--lang", "cz"])
     opts = cli.metric_options(args)
     assert opts["paraphrases"] == "t.tsv" and opts["analyzer"] == "columns" and opts["directed"]
-    assert (opts["hyp_lemma_col"], opts["ref_lemma_col"], opts["hyp_pos_col"]) == ("hl", "rl", None)
+    assert (opts["hyp_lemma_col"], opts["ref_lemma_col"], opts["hyp_pos_col"], opts["lang"]) == ("hl", "rl", None, "cz")
+    args = _parser().parse_args(["--paraphrases", str(extensions / "parmesan_toy_table_en.tsv"), "--lang", "cz",
+                                 "--meteor-jar-compat"])
+    metric = from_options(**cli.metric_options(args))
+    assert "lang:cz" in metric.signature() and "jar_compat:yes" in metric.signature()
 
 
 def test_cli_metaeval_without_data_exits_2(tmp_path, capsys):

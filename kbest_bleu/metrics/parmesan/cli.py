@@ -17,7 +17,7 @@ def add_score_options(group: argparse._ArgumentGroup) -> None:
                        help="Parmesan: paraphrase table (lemma_ref lemma_hyp pos source [prob]); "
                             "see kbest-bleu parmesan build-table")
     group.add_argument("--analyzer", default="lower", help=f"Parmesan lemmas/POS: {ANALYZERS_HELP}")
-    group.add_argument("--directed", action="store_true",
+    group.add_argument("--paraphrases-directed", action="store_true",
                        help="Parmesan: use table pairs only as listed (default: both directions)")
     for side in ("hyp", "ref"):
         for what in ("lemma", "pos"):
@@ -30,7 +30,7 @@ def metric_options(args: argparse.Namespace) -> dict:
     """The keyword options of :func:`kbest_bleu.metrics.parmesan.from_options` from parsed ``args``."""
     # --lang and the --meteor-* options belong to Meteor's group: Parmesan scores with Meteor (exact)
     return {"paraphrases": args.paraphrases, "analyzer": args.analyzer, "lang": getattr(args, "lang", "en"),
-            "directed": args.directed, "jar_compat": getattr(args, "meteor_jar_compat", False),
+            "directed": args.paraphrases_directed, "jar_compat": getattr(args, "meteor_jar_compat", False),
             "lowercase": getattr(args, "meteor_lower", False),
             "function_words": getattr(args, "meteor_function_words", None),
             "hyp_lemma_col": args.hyp_lemma_col, "hyp_pos_col": args.hyp_pos_col,
