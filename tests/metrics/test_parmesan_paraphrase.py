@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kbest_bleu.errors import InputError
 from kbest_bleu.metrics.parmesan import load_table, paraphrase, paraphrase_segments
-from kbest_bleu.metrics.parmesan.paraphrase import edits
+from kbest_bleu.metrics.parmesan.substitute import edits
 from kbest_bleu.metrics.parmesan.table import RANK_BOTH, RANK_METEOR, RANK_WORDNET, read_table
 
 

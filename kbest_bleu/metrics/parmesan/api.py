@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from ...encode import hypotheses_array, references_array, segment_pointers
 from ...errors import InputError
 from .analyze import check_analyzer
-from .paraphrase import Paraphrases, Sentences, analyze, edits, paraphrase_kbest
+from .substitute import Paraphrases, Sentences, analyze, edits, paraphrase_kbest
 from .table import CompiledTable, compile_table, read_table
 
 
