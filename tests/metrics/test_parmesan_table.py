@@ -10,7 +10,7 @@ from kbest_bleu.metrics.parmesan.table import build_table, read_meteor_pairs, re
 
 METEOR = [("0.5", "cars", "automobiles"), ("0.2", "big", "large"), ("0.1", "the car", "an auto"),
           ("0.3", "Big", "big"), ("0.4", "big", "large"), ("0.05", "cars", "xqzzyvw")]
-SYNSETS = "big\n01\nlarge\n01 02\nhuge\n02\nalone\n03\n"
+SYNSETS = "big\n01\nlarge\n01 02\nhuge\n02\nalone\n03\nbig_deal\n01\n"
 
 
 def _files(tmp_path):

@@ -120,7 +120,7 @@ def english_table(paraphrases: Optional[str]) -> str:
     Meteor 1.5's paraphrase-en and WordNet synsets shipped in PyPI ``pycocoevalcap==1.2``."""
     if paraphrases:
         return paraphrases
-    target = CACHE / "parmesan_en_simplemma.tsv"
+    target = CACHE / "parmesan_en_simplemma.v1.tsv"  # bump when build_table changes
     if target.is_file():
         return str(target)
     spec = importlib.util.find_spec("pycocoevalcap")

@@ -165,7 +165,8 @@ def read_meteor_pairs(path: Union[str, Path]) -> tuple[np.ndarray, pa.Array, pa.
 
 def read_synsets(path: Union[str, Path]) -> tuple[list, list]:
     """Synonym pairs (a, b), a != b, of words sharing a synset, from Meteor's synonym file
-    (``english.synsets``: a word line, then a line of its synset ids). ``path`` may also be
+    (``english.synsets``: a word line, then a line of its synset ids); multi-word entries
+    (``_``-joined) are left out. ``path`` may also be
     ``JAR!member`` to read it from inside ``meteor-1.5.jar``. Both directions are listed."""
     jar, _, member = str(path).partition("!")
     if member:
@@ -178,6 +179,8 @@ def read_synsets(path: Union[str, Path]) -> tuple[list, list]:
     lines = text.split("\n")
     members: dict = {}
     for word, ids in zip(lines[0::2], lines[1::2]):
+        if "_" in word:  # WordNet's multi-word expressions (single words only, section 3.1)
+            continue
         for s in ids.split():
             members.setdefault(s, []).append(word)
     pairs = {(a, b) for words in members.values() for a in words for b in words if a != b}
