@@ -320,6 +320,7 @@ def test_no_reference_and_empty_hypothesis():
     (lambda: meteor_rows(["a", "b"], [["a"]]), "one list of references per hypothesis"),
     (lambda: meteor_segments(["a", "b"], [["a"]], [0, 1]), "seg_ptr"),
     (lambda: meteor_rows([None], [["a"]]), "null"),
+    (lambda: meteor_rows(["a"], [["a " * 4096]]), "fewer than 4096"),
 ])
 def test_bad_input(call, message):
     with pytest.raises(InputError, match=message):

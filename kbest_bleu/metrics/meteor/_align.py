@@ -27,20 +27,18 @@ from numba import njit, prange
 N_STATS = 23  # the jar's -ssOut line: 4 lengths, 4 modules x 4 match counts, chunks, 2 word-match totals
 
 
-@njit(cache=True)
-def _before(a: int, b: int, cnt, chk, dist) -> bool:
-    """The jar's PARTIAL_COMPARE_TOTAL: a sorts before b (strictly)."""
-    if cnt[a] != cnt[b]:
-        return cnt[a] > cnt[b]
-    if chk[a] != chk[b]:
-        return chk[a] < chk[b]
-    return dist[a] < dist[b]
+# A path's sort key packed in one int64 so that smaller = better, as PARTIAL_COMPARE_TOTAL:
+# (MAX_TOKENS - 1 - matches) << 51 | chunks << 39 | distance. Exact while sentences have fewer than
+# MAX_TOKENS tokens (then matches, chunks < 2^12 and distance <= I * J * max(I, J) < 2^39).
+MAX_TOKENS = 4096
+_MATCH = np.int64(1) << np.int64(51)
+_CHUNK = np.int64(1) << np.int64(39)
 
 
 @njit(cache=True)
-def _stable_order(n, cnt, chk, dist, order, tmp):
-    """order[:n] = path indices 0..n-1 sorted stably by the comparator (bottom-up merge sort, as
-    Java's Collections.sort is stable)."""
+def _stable_order(n, key, order, tmp):
+    """order[:n] = path indices 0..n-1 sorted stably by key (bottom-up merge sort: Java's
+    Collections.sort is stable, so ties keep the order in which the paths were made)."""
     for k in range(n):
         order[k] = k
     width = 1
@@ -51,7 +49,7 @@ def _stable_order(n, cnt, chk, dist, order, tmp):
             hi = min(lo + 2 * width, n)
             a, b, k = lo, mid, lo
             while a < mid and b < hi:
-                if _before(order[b], order[a], cnt, chk, dist):  # take from the right only if strictly better
+                if key[order[b]] < key[order[a]]:  # take from the right only if strictly better
                     tmp[k] = order[b]
                     b += 1
                 else:
@@ -72,123 +70,119 @@ def _stable_order(n, cnt, chk, dist, order, tmp):
 
 
 @njit(cache=True)
-def align(hyp, ref, beam):
+def workspace(max_i, max_j, beam):
+    """Scratch arrays for :func:`align_into`, for hypotheses up to max_i and references up to
+    max_j tokens (allocated once per segment, not once per pair)."""
+    n_w = (max_i + 63) // 64 + 1
+    cap = beam * (max_i + 1) + 1
+    log_cap = beam * max_i * max_j + 1
+    return (np.empty(max_j + 1, np.int64), np.empty(max_i + 1, np.int64), np.empty(max_i * max_j + 1, np.int64),
+            np.empty(max_j + 1, np.int64), np.empty((2, cap, n_w), np.uint64), np.empty((3, 2, cap), np.int64),
+            np.empty((3, log_cap), np.int64), np.empty((2, cap), np.int64))
+
+
+@njit(cache=True)
+def align_into(hyp, ref, beam, ws):
     """The jar's exact alignment of one hypothesis (test, ``words1``) with one reference (``words2``).
 
-    Parameters
-    ----------
-    hyp : int32[I] token ids; ref : int32[J] token ids (equal ids = equal words).
-    beam : beam width (the jar's default 40).
-
-    Returns
-    -------
-    int64[J] : the test position aligned to each reference position, -1 where none.
+    hyp : int32[I] token ids; ref : int32[J] token ids (equal ids = equal words); beam : the beam
+    width (the jar's default 40); ws : :func:`workspace` of at least I and J tokens.
+    Returns int64[J] (a view into ws): the test position aligned to each reference position, -1
+    where none.
     """
+    cstart, cov1, cand, fixed, used, paths, log, order_tmp = ws
     n_i, n_j = hyp.shape[0], ref.shape[0]
-    cstart = np.zeros(n_j + 1, np.int64)
-    cov1 = np.zeros(n_i, np.int64)
-    for j in range(n_j):
-        c = 0
-        for i in range(n_i):
-            if hyp[i] == ref[j]:
-                c += 1
-                cov1[i] += 1
-        cstart[j + 1] = cstart[j] + c
-    cand = np.empty(cstart[n_j], np.int64)
-    cmax = 0
-    for j in range(n_j):
+    cov1[:n_i] = 0
+    cstart[0] = 0
+    for j in range(n_j):  # candidates of ref word j: every equal test word, in increasing i
         k = cstart[j]
         for i in range(n_i):
             if hyp[i] == ref[j]:
                 cand[k] = i
                 k += 1
-        cmax = max(cmax, cstart[j + 1] - cstart[j])
+                cov1[i] += 1
+        cstart[j + 1] = k
     # definite matches: the only candidate of ref word j, and test word i has no other candidate
-    fixed = np.full(n_j, -1, np.int64)
     n_w = (n_i + 63) // 64
-    used0 = np.zeros(n_w, np.uint64)
+    used[0, 0, :n_w] = 0
+    ambiguous, cmax, widest = False, 0, 1
     for j in range(n_j):
-        if cstart[j + 1] - cstart[j] == 1 and cov1[cand[cstart[j]]] == 1:
+        c = cstart[j + 1] - cstart[j]
+        fixed[j] = -1
+        if c == 1 and cov1[cand[cstart[j]]] == 1:
             i = cand[cstart[j]]
             fixed[j] = i
-            used0[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
-
-    widest = 1  # paths alive at once: at most the beam, at most the product of (candidates + 1)
-    for j in range(n_j):
-        widest = min(widest * (cstart[j + 1] - cstart[j] + 1), beam)
-    cap = widest * (cmax + 1) + 1
-    used = np.zeros((2, cap, n_w), np.uint64)
-    cnt = np.zeros((2, cap), np.int64)
-    chk = np.zeros((2, cap), np.int64)
-    last = np.full((2, cap), -1, np.int64)
-    dist = np.zeros((2, cap), np.int64)
-    node = np.full((2, cap), -1, np.int64)
-    log_cap = widest * cstart[n_j] + 1
-    log_parent = np.empty(log_cap, np.int64)
-    log_j = np.empty(log_cap, np.int64)
-    log_i = np.empty(log_cap, np.int64)
+            used[0, 0, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+        elif c > 0:
+            ambiguous = True
+            cmax = max(cmax, c)
+            widest = min(widest * (c + 1), beam)  # paths alive at once
+    if not ambiguous:  # one path: the definite matches
+        return fixed[:n_j]
+    key, last, node = paths[0], paths[1], paths[2]
+    log_parent, log_j, log_i = log[0], log[1], log[2]
+    order, tmp = order_tmp[0], order_tmp[1]
+    key[0, 0], last[0, 0], node[0, 0] = (MAX_TOKENS - 1) * _MATCH, -1, -1
     n_log = 0
-    order = np.empty(cap, np.int64)
-    tmp = np.empty(cap, np.int64)
-    used[0, 0] = used0
     n_cur, s = 1, 0
     for current in range(n_j + 1):
-        _stable_order(n_cur, cnt[s], chk[s], dist[s], order, tmp)
+        _stable_order(n_cur, key[s], order, tmp)
         t = 1 - s
         n_next = 0
         for rank in range(min(beam, n_cur)):
             p = order[rank]
             if current == n_j:  # complete: close the last chunk
                 if last[s, p] != -1:
-                    chk[s, p] += 1
+                    key[s, p] += _CHUNK
             elif fixed[current] != -1:  # a definite match (all exact matches have length 1)
                 i = fixed[current]
-                cnt[s, p] += 1
+                key[s, p] += abs(current - i) - _MATCH
                 if last[s, p] != -1 and i != last[s, p]:
-                    chk[s, p] += 1
+                    key[s, p] += _CHUNK
                 last[s, p] = i + 1
-                dist[s, p] += abs(current - i)
             else:
                 for k in range(cstart[current], cstart[current + 1]):
                     i = cand[k]
                     w, bit = i >> 6, np.uint64(1) << np.uint64(i & 63)
                     if used[s, p, w] & bit:
                         continue
-                    used[t, n_next] = used[s, p]
+                    used[t, n_next, :n_w] = used[s, p, :n_w]
                     used[t, n_next, w] |= bit
-                    cnt[t, n_next] = cnt[s, p] + 1
-                    chk[t, n_next] = chk[s, p] + (1 if last[s, p] != -1 and i != last[s, p] else 0)
+                    key[t, n_next] = key[s, p] - _MATCH + (_CHUNK if last[s, p] != -1 and i != last[s, p] else 0)
                     last[t, n_next] = i + 1
-                    dist[t, n_next] = dist[s, p]
                     log_parent[n_log], log_j[n_log], log_i[n_log] = node[s, p], current, i
                     node[t, n_next] = n_log
                     n_log += 1
                     n_next += 1
-                    dist[s, p] += abs(current - i)  # the jar's quirk: onto the parent, see module doc
+                    key[s, p] += abs(current - i)  # the jar's quirk: distance onto the parent, see module doc
                 if last[s, p] != -1:  # skip this reference word
-                    chk[s, p] += 1
+                    key[s, p] += _CHUNK
                     last[s, p] = -1
-            used[t, n_next] = used[s, p]
-            cnt[t, n_next], chk[t, n_next], last[t, n_next] = cnt[s, p], chk[s, p], last[s, p]
-            dist[t, n_next], node[t, n_next] = dist[s, p], node[s, p]
+            used[t, n_next, :n_w] = used[s, p, :n_w]
+            key[t, n_next], last[t, n_next], node[t, n_next] = key[s, p], last[s, p], node[s, p]
             n_next += 1
         n_cur, s = n_next, t
-    _stable_order(n_cur, cnt[s], chk[s], dist[s], order, tmp)
-    out = fixed.copy()
+    _stable_order(n_cur, key[s], order, tmp)
     x = node[s, order[0]]
     while x != -1:
-        out[log_j[x]] = log_i[x]
+        fixed[log_j[x]] = log_i[x]
         x = log_parent[x]
-    return out
+    return fixed[:n_j]
 
 
 @njit(cache=True)
-def pair_stats(hyp, hyp_fw, ref, ref_fw, beam, out):
+def align(hyp, ref, beam):
+    """:func:`align_into` with its own workspace; returns a new int64[J] array."""
+    return align_into(hyp, ref, beam, workspace(hyp.shape[0], ref.shape[0], beam)).copy()
+
+
+@njit(cache=True)
+def pair_stats(hyp, hyp_fw, ref, ref_fw, beam, ws, out):
     """The jar's -ssOut statistics of one pair into out int64[23] (exact module in slots 4-7).
 
-    hyp_fw, ref_fw : bool per token, whether it is a function word.
+    hyp_fw, ref_fw : bool per token, whether it is a function word; ws : :func:`workspace`.
     """
-    m = align(hyp, ref, beam)
+    m = align_into(hyp, ref, beam, ws)
     out[:] = 0
     out[0], out[1] = hyp.shape[0], ref.shape[0]
     out[2] = np.sum(hyp_fw)
@@ -256,12 +250,18 @@ def segment_stats(tok, fw, hyp_ptr, ref_tok, ref_fw, ref_ptr, seg_hyp_ptr, seg_r
     best = np.full(n_h, -1, np.int64)
     for s in prange(seg_hyp_ptr.shape[0] - 1):
         cur = np.zeros(N_STATS, np.int64)
+        max_i, max_j = 0, 0
+        for h in range(seg_hyp_ptr[s], seg_hyp_ptr[s + 1]):
+            max_i = max(max_i, hyp_ptr[h + 1] - hyp_ptr[h])
+        for r in range(seg_ref_ptr[s], seg_ref_ptr[s + 1]):
+            max_j = max(max_j, ref_ptr[r + 1] - ref_ptr[r])
+        ws = workspace(max_i, max_j, beam)
         for h in range(seg_hyp_ptr[s], seg_hyp_ptr[s + 1]):
             top = -1.0
             a, b = hyp_ptr[h], hyp_ptr[h + 1]
             for r in range(seg_ref_ptr[s], seg_ref_ptr[s + 1]):
                 c, d = ref_ptr[r], ref_ptr[r + 1]
-                pair_stats(tok[a:b], fw[a:b], ref_tok[c:d], ref_fw[c:d], beam, cur)
+                pair_stats(tok[a:b], fw[a:b], ref_tok[c:d], ref_fw[c:d], beam, ws, cur)
                 p, rc, pen, score = metrics(cur, alpha, beta, gamma, delta)
                 if score > top:  # the jar keeps the first reference of the best score
                     top = score

@@ -138,6 +138,12 @@ def meteor_segments(hypotheses: Any, references: Any, seg_ptr: Any,
     flat_refs = flat_refs.cast(pa.large_string()) if len(flat_refs) else pa.array([], pa.large_string())
     ids, fw, tok_ptr = _tokens(pa.concat_arrays([hyps, flat_refs]), params)
     n_h, n_tok = len(hyps), int(tok_ptr[len(hyps)])
+    lengths = np.diff(tok_ptr)
+    if len(lengths) and lengths.max() >= _align.MAX_TOKENS:
+        row = int(np.argmax(lengths))
+        what = f"hypothesis {row}" if row < n_h else f"reference {row - n_h} (flattened)"
+        raise InputError(f"Meteor: {what} has {int(lengths[row])} tokens; expected fewer than {_align.MAX_TOKENS} "
+                         "per sentence (the aligner packs its counts in 64 bits); split the text into sentences")
     stats, p, r, pen, score, best = _align.segment_stats(
         ids[:n_tok], fw[:n_tok], tok_ptr[:n_h + 1], ids[n_tok:], fw[n_tok:], tok_ptr[n_h:] - n_tok, ptr,
         list_offsets(refs), params.alpha, params.beta, params.gamma, params.delta, params.beam_size)
