@@ -182,3 +182,15 @@ def test_lemma_columns_must_match_the_words(toy):
         paraphrase_segments(["a b"], [["a b"]], None, toy, analyzer="columns")
     with pytest.raises(InputError, match="analyzer: expected one of"):
         paraphrase("a", "b", toy, analyzer="morce")
+
+
+@pytest.mark.exhaustive  # loading the spaCy pipeline takes seconds
+def test_paper_figure_1_before_depfix_with_spacy_czech(tmp_path):
+    """Barančíková 2014, Figure 1: poloha -> místo (same POS, NOUN); klasická stays, as its lemma
+    klasický is in the hypothesis too; the result is the "Before Depfix" line."""
+    pytest.importorskip("spacy")
+    pytest.importorskip("cs_core_news_sm")
+    write_table(tmp_path / "cs.tsv", [("poloha", "místo", "NOUN", "both", 0.1), ("už", "samotný", "ADV", "meteor", 0.1)])
+    new, made = paraphrase("Samotné místo je klasické .", "Už poloha je klasická .", load_table(tmp_path / "cs.tsv"),
+                           analyzer="spacy:cs_core_news_sm", lang="cz")
+    assert (new, made) == ("Už místo je klasická .", [(1, "poloha", "místo")])  # už (ADV) vs samotný (ADJ): no pair
