@@ -84,60 +84,79 @@ def intern_ngrams(ids, ptr, seg_ptr, ref_ptr, n_hyp, n, type_base):
     return gram, rep, n_types
 
 
+_UNSET = 10.0  # marks a similarity not computed yet (a cosine is at most 1 + rounding)
+
+
+@njit(cache=True, fastmath=True)
+def _dot(matrix, a, b):
+    """float32 dot product of two unit rows (gensim's ``similarity``; summed in SIMD lanes, so it
+    may differ from BLAS's sum in the last float32 bit)."""
+    acc = np.float32(0.0)
+    for k in range(matrix.shape[1]):
+        acc += matrix[a, k] * matrix[b, k]
+    return acc
+
+
 @njit(cache=True)
-def _similarities(types, ref_types, emb, matrix, unknown):
-    """float64 [len(types), len(ref_types)]: cosine (float32 dot of unit vectors, gensim's
-    ``similarity``) or ``unknown`` when either n-gram has no vector."""
-    out = np.empty((len(types), len(ref_types)))
-    d = matrix.shape[1]
-    for i in range(len(types)):
-        a = emb[types[i]]
-        for j in range(len(ref_types)):
-            b = emb[ref_types[j]]
-            if a < 0 or b < 0:
-                out[i, j] = unknown
+def _sim(values, row_emb, col_emb, matrix, i, j):
+    """Similarity of table row i (a hypothesis type) and column j (a reference type), both with
+    vectors, computed on first use: most pairs of a segment's table are never looked at."""
+    v = values[i, j]
+    if v == _UNSET:
+        v = np.float64(_dot(matrix, row_emb[i], col_emb[j]))
+        values[i, j] = v
+    return v
+
+
+@njit(cache=True)
+def _row_best(values, row_emb, col_emb, matrix, row, cols, cc, floor, eps):
+    """The first column with the highest weight > floor still available to ``row``: (column, weight),
+    (-1, floor) if none. A pair with an unknown n-gram weighs ``eps`` (NaN: never taken)."""
+    best_j, best_v = -1, floor
+    for j in range(len(cols)):
+        if cc[j] > 0:
+            if row_emb[row] < 0 or col_emb[cols[j]] < 0:
+                v = eps
             else:
-                acc = np.float32(0.0)
-                for k in range(d):
-                    acc += matrix[a, k] * matrix[b, k]
-                out[i, j] = acc
-    return out
+                v = _sim(values, row_emb, col_emb, matrix, row, cols[j])
+            if v > best_v:
+                best_j, best_v = j, v
+    return best_j, best_v
 
 
 @njit(cache=True)
-def _greedy(rows, row_cnt, cols, col_cnt, sim, floor):
-    """Greedy pairing, most similar pair first, ties to the first pair in row-major order.
+def _greedy(rows, rc, cols, cc, values, row_emb, col_emb, matrix, floor, eps, best_j, best_v):
+    """Greedy pairing, most similar pair first, ties to the first pair in row-major order (the
+    original's strict ``>`` scan from a running maximum that starts at ``floor``).
 
-    rows / cols : residual hypothesis / reference types (indexes into ``sim``), in order of first
-    occurrence; row_cnt / col_cnt their residual counts (faithful: 1 each, the original pairs
-    distinct types: pandas' drop-by-label removes every row of a label). Pairs are visited in
-    descending similarity (a stable sort keeps row-major order among ties, as the original's
-    strict ``>`` scan); a pair whose row and column still have counts takes min(counts) pairs.
-    Only pairs with similarity > ``floor`` are taken. Returns the sum of the taken weights.
+    rows / cols : residual hypothesis / reference types (rows / columns of the segment's
+    similarity table ``values``, whose types have vectors row_emb / col_emb, -1: none), in order
+    of first occurrence; rc / cc their residual counts, consumed here (faithful: 1 each, the
+    original pairs distinct types: pandas' drop-by-label removes every row of a label). The
+    picked pair takes min(counts) pairs. Each row keeps its best available column, recomputed
+    only when that column runs out: no sort, about one pass over the rows x columns.
+    best_j / best_v : scratch. Returns the sum of the taken weights.
     """
-    na, nb = len(rows), len(cols)
-    if na == 0 or nb == 0:
-        return 0.0
-    vals = np.empty(na * nb)
+    na = len(rows)
     for i in range(na):
-        for j in range(nb):
-            vals[i * nb + j] = -sim[rows[i], cols[j]]
-    order = np.argsort(vals, kind="mergesort")
-    rc, cc = row_cnt.copy(), col_cnt.copy()
-    left = min(rc.sum(), cc.sum())
+        best_j[i], best_v[i] = _row_best(values, row_emb, col_emb, matrix, rows[i], cols, cc, floor, eps)
     total = 0.0
-    for o in order:
-        v = -vals[o]
-        if not v > floor or left == 0:
-            break
-        i, j = o // nb, o % nb
-        k = min(rc[i], cc[j])
-        if k > 0:
-            total += k * v
-            rc[i] -= k
-            cc[j] -= k
-            left -= k
-    return total
+    while True:
+        pick, pv = -1, floor
+        for i in range(na):
+            if rc[i] > 0 and best_j[i] >= 0 and best_v[i] > pv:
+                pick, pv = i, best_v[i]
+        if pick < 0:
+            return total
+        j = best_j[pick]
+        k = min(rc[pick], cc[j])
+        total += k * pv
+        rc[pick] -= k
+        cc[j] -= k
+        if cc[j] == 0:
+            for i in range(na):
+                if rc[i] > 0 and best_j[i] == j:
+                    best_j[i], best_v[i] = _row_best(values, row_emb, col_emb, matrix, rows[i], cols, cc, floor, eps)
 
 
 @njit(cache=True)
@@ -166,7 +185,7 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
     for r in range(n_refs):
         for j in range(nr):
             rmax[j] = max(rmax[j], rc[r, j])
-    # hypothesis types that have a reference type to pair with: only their rows are computed
+    # the similarity table: every hypothesis n-gram type of the segment x every reference type
     in_hyp = np.zeros(n_types, np.bool_)
     for p in range(ptr[h0], ptr[h1]):
         if gram[p] >= 0:
@@ -174,13 +193,21 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
     hyp_types = np.flatnonzero(in_hyp)
     row_of = np.full(n_types, -1, np.int64)
     row_of[hyp_types] = np.arange(len(hyp_types))
-    unknown = 0.001 if faithful else 0.0  # bc4.py: a pair with an unknown n-gram weighs eps = 0.001
-    sim_rows = _similarities(hyp_types, ref_types, emb, matrix, unknown)
-    floor = -1.0 if faithful else max(min_sim, 0.0)  # faithful: vmax starts at -1, strict >
+    values = np.full((len(hyp_types), nr), _UNSET)
+    row_emb, col_emb = emb[hyp_types], emb[ref_types]
+    eps = 0.001 if faithful else np.nan  # bc4.py: a pair with an unknown n-gram weighs 0.001
+    floor = -1.0 if faithful else max(min_sim, 0.0)  # faithful: the running max starts at -1, strict >
     if not faithful and min_sim > 0.0:
         floor = np.nextafter(min_sim, -np.inf)  # pairs with cosine >= min_similarity are taken
+    # per-hypothesis scratch, sized once per segment
     hc = np.zeros(n_types, np.int64)
     first = np.empty(n_types, np.int64)
+    rows = np.empty(n_types, np.int64)
+    row_cnt = np.empty(n_types, np.int64)
+    cols = np.empty(nr, np.int64)
+    col_cnt = np.empty(nr, np.int64)
+    best_j = np.empty(n_types, np.int64)
+    best_v = np.empty(n_types)
     for h in range(h0, h1):
         nh = 0
         for p in range(ptr[h], ptr[h + 1] - n + 1):
@@ -190,8 +217,6 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
                 nh += 1
             hc[t] += 1
         exact = 0
-        rows = np.empty(nh, np.int64)
-        row_cnt = np.empty(nh, np.int64)
         na = 0
         for i in range(nh):
             t = first[i]
@@ -202,8 +227,6 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
                 rows[na] = row_of[t]
                 row_cnt[na] = 1 if faithful else hc[t] - clip
                 na += 1
-        cols = np.empty(nr, np.int64)
-        col_cnt = np.empty(nr, np.int64)
         nb = 0
         for j in range(nr):
             t = ref_types[j]
@@ -217,7 +240,10 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
                 cols[nb] = j
                 col_cnt[nb] = 1 if faithful else res
                 nb += 1
-        fuzzy = _greedy(rows[:na], row_cnt[:na], cols[:nb], col_cnt[:nb], sim_rows, floor)
+        fuzzy = 0.0
+        if na > 0 and nb > 0:
+            fuzzy = _greedy(rows[:na], row_cnt[:na], cols[:nb], col_cnt[:nb], values, row_emb, col_emb, matrix, floor, eps,
+                            best_j, best_v)
         out[h, col] = exact
         out[h, col + 1] = fuzzy
         out[h, col + 2] = max(0, ptr[h + 1] - ptr[h] - n + 1)
