@@ -113,9 +113,12 @@ def _row_best(values, row_emb, col_emb, matrix, row, cols, cc, floor, eps):
     """The first column with the highest weight > floor still available to ``row``: (column, weight),
     (-1, floor) if none. A pair with an unknown n-gram weighs ``eps`` (NaN: never taken)."""
     best_j, best_v = -1, floor
+    unknown_row = row_emb[row] < 0
     for j in range(len(cols)):
         if cc[j] > 0:
-            if row_emb[row] < 0 or col_emb[cols[j]] < 0:
+            if unknown_row:  # every pair weighs eps: the first available column
+                return (j, eps) if eps > floor else (-1, floor)
+            if col_emb[cols[j]] < 0:
                 v = eps
             else:
                 v = _sim(values, row_emb, col_emb, matrix, row, cols[j])

@@ -12,9 +12,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -217,6 +218,8 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
     min_counts : minimum frequency per order 1..N (default 5, 30, 50: the paper's bigram/trigram filters)
     vector_size, epochs, workers, seed : word2vec settings (skip-gram, window 5, negative sampling 5)
 
+    Each model trains from a temporary text file of its tokens (gensim's ``corpus_file`` mode:
+    no Python lists of n-grams in memory, and the workers do not contend for the GIL).
     Returns the written paths.
     """
     try:
@@ -235,28 +238,38 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
     jobs = [(n, f"{name}.{n}gram.w2v.bin") for n in orders] + ([(0, f"{name}.joint.w2v.bin")] if joint else [])
     paths = []
     bar = _progress(len(jobs) * epochs, progress)
-    for n, fname in jobs:
-        if n:
-            data = [ngram_tokens(s, n) for s in sentences]
-            model = Word2Vec(min_count=mc[n], **settings)
-            model.build_vocab(data)
-            if not model.wv.index_to_key:
-                raise InputError(f"order {n}: no n-gram is seen {mc[n]} times in the corpus; lower min_counts "
-                                 "or train on more text")
-            for _ in range(epochs):
-                model.train(data, total_examples=len(data), epochs=1)
-                bar.update(1)
-        else:
-            model = _train_joint(Word2Vec, sentences, orders, mc, epochs, settings, seed, bar)
-        path = out / fname
-        model.wv.save_word2vec_format(str(path), binary=True)
-        paths.append(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        text = Path(tmp) / "tokens.txt"
+        for n, fname in jobs:
+            if n:
+                _write_lines(text, (ngram_tokens(s, n) for s in sentences))
+                model = Word2Vec(min_count=mc[n], **settings)
+                model.build_vocab(corpus_file=str(text))
+                if not model.wv.index_to_key:
+                    raise InputError(f"order {n}: no n-gram is seen {mc[n]} times in the corpus; lower min_counts "
+                                     "or train on more text")
+                model.train(corpus_file=str(text), total_examples=model.corpus_count,
+                            total_words=model.corpus_total_words, epochs=epochs, callbacks=[_EpochBar(bar)])
+            else:
+                model = _train_joint(Word2Vec, sentences, orders, mc, epochs, settings, seed, bar, text)
+            path = out / fname
+            model.wv.save_word2vec_format(str(path), binary=True)
+            paths.append(path)
     bar.close()
     return paths
 
 
-def _train_joint(word2vec, sentences, orders, mc, epochs, settings, seed, bar):
-    """Section 2.2: one model over words and n-grams; the joined n-grams are redrawn each epoch."""
+def _write_lines(path: Path, token_lists: Iterable) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for tokens in token_lists:
+            if tokens:
+                fh.write(" ".join(tokens) + "\n")
+
+
+def _train_joint(word2vec, sentences, orders, mc, epochs, settings, seed, bar, text: Path):
+    """Section 2.2: one model over words and n-grams; the joined n-grams are redrawn each epoch
+    (one training pass per epoch over that epoch's text, the learning rate decaying linearly
+    across the passes as in one multi-epoch run)."""
     from collections import Counter
     counts = {n: Counter(g for s in sentences for g in ngram_tokens(s, n)) for n in orders if n > 1}
     rng = np.random.default_rng(seed)
@@ -266,11 +279,35 @@ def _train_joint(word2vec, sentences, orders, mc, epochs, settings, seed, bar):
         vocab.update((g, f) for g, f in c.items() if f >= mc.get(n, 1))
     model = word2vec(min_count=1, **settings)
     model.build_vocab_from_freq(vocab)
-    for _ in range(epochs):
-        data = list(joint_epoch(sentences, orders, counts, mc, rng))
-        model.train(data, total_examples=len(data), epochs=1)
+    alpha, min_alpha = model.alpha, model.min_alpha
+    for e in range(epochs):
+        _write_lines(text, joint_epoch(sentences, orders, counts, mc, rng))
+        start = alpha - (alpha - min_alpha) * e / epochs
+        end = alpha - (alpha - min_alpha) * (e + 1) / epochs
+        words = sum(len(line.split()) for line in open(text, encoding="utf-8"))
+        model.train(corpus_file=str(text), total_examples=len(sentences), total_words=words, epochs=1,
+                    start_alpha=start, end_alpha=end)
         bar.update(1)
     return model
+
+
+class _EpochBar:
+    """gensim callback advancing the progress bar at the end of each epoch."""
+
+    def __init__(self, bar):
+        self.bar = bar
+
+    def on_epoch_begin(self, model) -> None:
+        pass
+
+    def on_epoch_end(self, model) -> None:
+        self.bar.update(1)
+
+    def on_train_begin(self, model) -> None:
+        pass
+
+    def on_train_end(self, model) -> None:
+        pass
 
 
 class _NoBar:
