@@ -31,7 +31,7 @@ def check_analyzer(analyzer: str) -> None:
         raise InputError(f"analyzer: expected one of {', '.join(ANALYZERS)}, found {analyzer!r}")
 
 
-def _missing(what: str, exc: Exception) -> InputError:
+def _missing(what: str, exc: object) -> InputError:
     return InputError(f"analyzer: {what} is not available ({exc}); install it (pip install 'kbest-bleu[parmesan]') "
                       "or give lemmas/POS as columns (--analyzer columns)")
 

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InputError
+from .analyze import analyze_words
 
 SOURCES = ("both", "wordnet", "meteor")  # preference order: rank 0 is preferred
 RANK_BOTH, RANK_WORDNET, RANK_METEOR = 0, 1, 2
@@ -188,12 +189,6 @@ def read_synsets(path: Union[str, Path]) -> tuple[list, list]:
     return list(a), list(b)
 
 
-def _analyze_words(words: pa.Array, analyzer: str, lang: str) -> tuple[pa.Array, Optional[pa.Array], np.ndarray]:
-    """Lemma, POS (None when the analyzer gives none) and known-word flags of single words."""
-    from .analyze import analyze_words
-    return analyze_words(words, analyzer, lang)
-
-
 def build_table(input: Union[str, Path], output: Union[str, Path], analyzer: str = "simplemma", lang: str = "en",
                 synonyms: Optional[str] = None, min_prob: float = 0.0) -> dict:
     """Filter a Meteor paraphrase table as Parmesan section 3.1 and write a table file.
@@ -216,7 +211,7 @@ def build_table(input: Union[str, Path], output: Union[str, Path], analyzer: str
         sources.append((pa.array(a, pa.string()), pa.array(b, pa.string()), np.zeros(len(a)), RANK_WORDNET))
     words = pc.unique(pa.concat_arrays([pa.concat_arrays([x.cast(pa.string()), y.cast(pa.string())])
                                         for x, y, _, _ in sources]))
-    lemma, pos, known = _analyze_words(words, analyzer, lang)
+    lemma, pos, known = analyze_words(words, analyzer, lang)
     rows = []
     for x, y, p, rank in sources:
         ix = pc.index_in(x.cast(pa.string()), value_set=words).to_numpy(zero_copy_only=False)
