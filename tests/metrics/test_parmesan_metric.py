@@ -73,7 +73,8 @@ def test_signature_pickle_and_option_errors(table_path, tmp_path):
     metric = from_options(paraphrases=table_path, lang="cz")
     sig = metric.signature()
     assert sig.startswith("parmesan|table:parmesan_toy_table_en.tsv:8072:") and "depfix:no" in sig
-    assert "lang:cz" in sig and "analyzer:lower" in sig
+    assert "lang:cz" in sig and "analyzer:lower" in sig and "sources:wordnet+meteor" in sig
+    assert "sources:wordnet|" in from_options(paraphrases=table_path, sources="wordnet").signature()
     assert pickle.loads(pickle.dumps(metric)).signature() == sig
     for kwargs, message in [({}, "expected a paraphrase table"),
                             ({"paraphrases": table_path, "analyzer": "columns"}, "expects --hyp-lemma-col"),

@@ -149,7 +149,8 @@ def test_many_segments_across_threads(tmp_path):
     p, *_ = paraphrase_segments(hyps, refs, seg_ptr, table)
     for i, h in enumerate(hyps):
         ref = refs[i // 5][0]
-        expected = slow_paraphrase([(w, w, "") for w in h.split()], [(w, w, "") for w in ref.split()], rows, False, False)
+        expected = slow_paraphrase([(w, w, "") for w in h.split()], [(w, w, "") for w in ref.split()], rows,
+                                   False, False)
         assert p.references[i].as_py() == [expected[0]]
 
 
@@ -196,7 +197,21 @@ def test_paper_figure_1_before_depfix_with_spacy_czech(tmp_path):
     klasický is in the hypothesis too; the result is the "Before Depfix" line."""
     pytest.importorskip("spacy")
     pytest.importorskip("cs_core_news_sm")
-    write_table(tmp_path / "cs.tsv", [("poloha", "místo", "NOUN", "both", 0.1), ("už", "samotný", "ADV", "meteor", 0.1)])
+    write_table(tmp_path / "cs.tsv", [("poloha", "místo", "NOUN", "both", 0.1),
+                                      ("už", "samotný", "ADV", "meteor", 0.1)])
     new, made = paraphrase("Samotné místo je klasické .", "Už poloha je klasická .", load_table(tmp_path / "cs.tsv"),
                            analyzer="spacy:cs_core_news_sm", lang="cz")
     assert (new, made) == ("Už místo je klasická .", [(1, "poloha", "místo")])  # už (ADV) vs samotný (ADJ): no pair
+
+
+def test_table_sources_select_lines(tmp_path):
+    write_table(tmp_path / "t.tsv", [("a", "b", "", "wordnet", 0), ("a", "c", "", "meteor", 0.2),
+                                     ("a", "d", "", "both", 0.1)])
+    wordnet = read_table(tmp_path / "t.tsv", directed=True, sources=("wordnet",))
+    meteor = read_table(tmp_path / "t.tsv", directed=True, sources=("meteor",))
+    assert (sorted(wordnet.hyp), sorted(meteor.hyp)) == (["b", "d"], ["c", "d"])
+    assert paraphrase("b c d", "a", load_table(tmp_path / "t.tsv", sources=["meteor"]))[0] == "d"  # both first
+    assert paraphrase("b c", "a", load_table(tmp_path / "t.tsv", sources=["meteor"]))[0] == "c"
+    assert paraphrase("b c", "a", load_table(tmp_path / "t.tsv"))[0] == "b"  # WordNet before Meteor
+    with pytest.raises(InputError, match="expected a non-empty subset of wordnet, meteor; found"):
+        load_table(tmp_path / "t.tsv", sources=["both"])

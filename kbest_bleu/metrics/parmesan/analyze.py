@@ -92,7 +92,8 @@ def _tag_sentences(sentences: list, analyzer: str) -> tuple[list, list]:
     return lemmas, tags
 
 
-def analyze_tokens(tokens: pa.Array, ptr: np.ndarray, analyzer: str, lang: str = "en") -> tuple[pa.Array, Optional[pa.Array]]:
+def analyze_tokens(tokens: pa.Array, ptr: np.ndarray, analyzer: str,
+                   lang: str = "en") -> tuple[pa.Array, Optional[pa.Array]]:
     """Lemma and POS of every token of tokenized sentences.
 
     Parameters

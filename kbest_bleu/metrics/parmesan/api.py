@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -17,10 +17,14 @@ from .substitute import Paraphrases, Sentences, analyze, edits, paraphrase_kbest
 from .table import CompiledTable, compile_table, read_table
 
 
-def load_table(path: Union[str, Path], directed: bool = False) -> CompiledTable:
+def load_table(path: Union[str, Path], directed: bool = False,
+               sources: Sequence[str] = ("wordnet", "meteor")) -> CompiledTable:
     """Read and compile a paraphrase table file (:mod:`.table` format); pairs are used in both
-    directions unless ``directed``."""
-    return compile_table(read_table(path, directed))
+    directions unless ``directed``, and only lines of ``sources`` (``both`` lines with either)."""
+    bad = set(sources) - {"wordnet", "meteor"}
+    if bad or not sources:
+        raise InputError(f"paraphrase sources: expected a non-empty subset of wordnet, meteor; found {list(sources)}")
+    return compile_table(read_table(path, directed, tuple(sources)))
 
 
 def _references(references: pa.Array) -> tuple[pa.Array, np.ndarray]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-ANALYZERS_HELP = "lower (lowercased words, no POS), columns, simplemma, nltk, spacy:<model> (e.g. spacy:cs_core_news_sm)"
+ANALYZERS_HELP = "lower (lowercased words, no POS), columns, simplemma, nltk, spacy:<model> (spacy:cs_core_news_sm)"
 
 
 def add_score_options(group: argparse._ArgumentGroup) -> None:
@@ -16,6 +16,8 @@ def add_score_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--paraphrases", metavar="TABLE.tsv", default=None,
                        help="Parmesan: paraphrase table (lemma_ref lemma_hyp pos source [prob]); "
                             "see kbest-bleu parmesan build-table")
+    group.add_argument("--paraphrase-sources", default="wordnet,meteor",
+                       help="Parmesan: table sources to use, comma-separated (wordnet, meteor; 'both' lines: either)")
     group.add_argument("--analyzer", default="lower", help=f"Parmesan lemmas/POS: {ANALYZERS_HELP}")
     group.add_argument("--paraphrases-directed", action="store_true",
                        help="Parmesan: use table pairs only as listed (default: both directions)")
@@ -30,7 +32,8 @@ def metric_options(args: argparse.Namespace) -> dict:
     """The keyword options of :func:`kbest_bleu.metrics.parmesan.from_options` from parsed ``args``."""
     # --lang and the --meteor-* options belong to Meteor's group: Parmesan scores with Meteor (exact)
     return {"paraphrases": args.paraphrases, "analyzer": args.analyzer, "lang": getattr(args, "lang", "en"),
-            "directed": args.paraphrases_directed, "jar_compat": getattr(args, "meteor_jar_compat", False),
+            "directed": args.paraphrases_directed,
+            "sources": args.paraphrase_sources, "jar_compat": getattr(args, "meteor_jar_compat", False),
             "lowercase": getattr(args, "meteor_lower", False),
             "function_words": getattr(args, "meteor_function_words", None),
             "hyp_lemma_col": args.hyp_lemma_col, "hyp_pos_col": args.hyp_pos_col,
@@ -66,7 +69,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("parmesan", help="Parmesan (Barancikova 2014): paraphrase tables, metaeval")
     sub = p.add_subparsers(dest="parmesan_command", required=True)
     b = sub.add_parser("build-table", help="filter a Meteor paraphrase table as Parmesan section 3.1")
-    b.add_argument("input", help="Meteor paraphrase table: paraphrase-xx.gz (3 lines per pair) or prob<TAB>word<TAB>paraphrase")
+    b.add_argument("input", help="Meteor paraphrase table: paraphrase-xx.gz (3 lines per pair) or "
+                                 "prob<TAB>word<TAB>paraphrase")
     b.add_argument("-o", "--output", required=True, help="output TSV: lemma_ref lemma_hyp pos source prob")
     b.add_argument("--synonyms", default=None,
                    help="WordNet synsets in Meteor's format (english.synsets: word line, synset-ids line); "
@@ -78,6 +82,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     m = sub.add_parser("metaeval", help="the paper's correlations as far as the shared data allow")
     m.add_argument("--data", default=None, help="shared data folder (default: ../shared/data or $KBEST_BLEU_DATA)")
     m.add_argument("--paraphrases", default=None,
-                   help="English table for the into-English experiment (default: built from pycocoevalcap's Meteor data)")
+                   help="English table for the into-English experiment (default: built from pycocoevalcap's "
+                        "Meteor data)")
     m.add_argument("--experiment", choices=("all", "en-cs", "into-en"), default="all")
     m.set_defaults(func=_metaeval)

@@ -108,7 +108,8 @@ def en_cs(data: Path) -> list:
     out = [("BLEU", PAPER_EN_CS["BLEU"], *_system_pearson(seg, human, "en-cs",
                                                           lambda r: corpus_score(stats[r], cfg).score))]
     for label, params in (("Meteor exact (cz)", meteor_params("cz")),
-                          ("Meteor exact (cz, jar_compat: English function words)", meteor_params("cz", jar_compat=True))):
+                          ("Meteor exact (cz, jar_compat: English function words)",
+                           meteor_params("cz", jar_compat=True))):
         res = meteor_segments(seg["hypothesis"], refs, seg_ptr, params)
         out.append((label, PAPER_EN_CS.get(label, PAPER_EN_CS["Meteor exact (cz)"]),
                     *_system_pearson(seg, human, "en-cs", lambda r: system_meteor(res.take(r), params))))
@@ -135,28 +136,33 @@ def english_table(paraphrases: Optional[str]) -> str:
     return str(target)
 
 
+TABLE_VARIANTS = (("all", ("wordnet", "meteor")), ("WordNet", ("wordnet",)))
+
+
 def into_english(data: Path, table_path: str) -> list:
-    """Rows (year, lp, systems, Pearson orig, Pearson paraphrased, tau orig, tau paraphrased,
-    mean substitutions per hypothesis)."""
+    """Rows (year, lp, systems, pairs used, Pearson orig, Pearson paraphrased, tau orig, tau
+    paraphrased, mean substitutions per hypothesis, human pairs), for each of
+    :data:`TABLE_VARIANTS` (all pairs; WordNet pairs only, ``both`` included)."""
     from ..meteor import meteor_params, meteor_segments, system_meteor
     from .api import load_table, parmesan_segments
     _, kendall_tau_pairs, human_system_scores = _research()
-    table, params, out = load_table(table_path), meteor_params("en"), []
+    params, out = meteor_params("en"), []
+    tables = [(name, load_table(table_path, sources=sources)) for name, sources in TABLE_VARIANTS]
     for year in (12, 13):
         seg, seg_ptr, refs, pairs = _load(data, year, INTO_EN)
         human = human_system_scores(pairs)
-        orig = meteor_segments(seg["hypothesis"], refs, seg_ptr, params)
-        para = parmesan_segments(seg["hypothesis"], refs, seg_ptr, table, params, analyzer="simplemma", lang="en")
         better, worse, pair_lp = _pair_rows(seg, pairs)
-        for lp in INTO_EN:
-            sel = pair_lp == lp
-            row = [f"WMT{year}", lp]
-            for res in (orig, para.meteor):
-                p, n = _system_pearson(seg, human, lp, lambda r: system_meteor(res.take(r), params))
-                row.append(p)
-            taus = [kendall_tau_pairs(res.score[better[sel]], res.score[worse[sel]]) for res in (orig, para.meteor)]
-            lp_rows = pc.equal(seg["lp"], lp).to_numpy(zero_copy_only=False)
-            out.append((*row[:2], n, *row[2:], *taus, float(para.substitutions[lp_rows].mean()), int(sel.sum())))
+        orig = meteor_segments(seg["hypothesis"], refs, seg_ptr, params)
+        for name, table in tables:
+            para = parmesan_segments(seg["hypothesis"], refs, seg_ptr, table, params, analyzer="simplemma", lang="en")
+            for lp in INTO_EN:
+                sel = pair_lp == lp
+                pear = [_system_pearson(seg, human, lp, lambda r: system_meteor(res.take(r), params))
+                        for res in (orig, para.meteor)]
+                taus = [kendall_tau_pairs(res.score[better[sel]], res.score[worse[sel]]) for res in (orig, para.meteor)]
+                lp_rows = pc.equal(seg["lp"], lp).to_numpy(zero_copy_only=False)
+                out.append((f"WMT{year}", lp, pear[0][1], name, pear[0][0], pear[1][0], *taus,
+                            float(para.substitutions[lp_rows].mean()), int(sel.sum())))
     return out
 
 
@@ -174,8 +180,8 @@ def run_metaeval(data: Optional[str] = None, paraphrases: Optional[str] = None, 
         lines.append("")
     if experiment in ("all", "into-en"):
         lines += ["Into English, Meteor exact on original vs paraphrased references (Before Depfix)", "",
-                  "| data | lp | systems | Pearson orig | Pearson para | tau orig | tau para | subst/hyp | pairs |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {y} | {lp} | {n} | {po:.3f} | {pp:.3f} | {to:.4f} | {tp:.4f} | {s:.2f} | {k:,} |"
-                  for y, lp, n, po, pp, to, tp, s, k in into_english(folder, english_table(paraphrases))]
+                  "| data | lp | systems | table pairs | Pearson orig | Pearson para | tau orig | tau para | subst/hyp "
+                  "| human pairs |", "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {y} | {lp} | {n} | {v} | {po:.3f} | {pp:.3f} | {to:.4f} | {tp:.4f} | {s:.2f} | {k:,} |"
+                  for y, lp, n, v, po, pp, to, tp, s, k in into_english(folder, english_table(paraphrases))]
     return "\n".join(lines)

@@ -32,6 +32,7 @@ class ParmesanMetric:
     analyzer: str
     lang: str
     directed: bool
+    sources: tuple
     params: Any
     columns: tuple  # (hyp_lemma, hyp_pos, ref_lemma, ref_pos) column names or None
     name: str = "parmesan"
@@ -48,7 +49,8 @@ class ParmesanMetric:
 
     def signature(self) -> str:
         return (f"parmesan|table:{self.table_id}|pairs:{'directed' if self.directed else 'both-ways'}"
-                f"|analyzer:{self.analyzer}|depfix:no|{self.params.signature()}|parmesan-version:{VERSION}")
+                f"|sources:{'+'.join(self.sources)}|analyzer:{self.analyzer}|depfix:no|{self.params.signature()}"
+                f"|parmesan-version:{VERSION}")
 
     def score_segments(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
                        table: pa.Table, stats: bool) -> list[pa.Array]:
@@ -75,13 +77,15 @@ def _table_id(path: Path, n_pairs: int) -> str:
 
 
 def from_options(paraphrases: Optional[str] = None, analyzer: str = "lower", lang: str = "en",
-                 directed: bool = False, jar_compat: bool = False, lowercase: bool = False,
+                 directed: bool = False, sources: str = "wordnet,meteor", jar_compat: bool = False,
+                 lowercase: bool = False,
                  function_words: Optional[str] = None, hyp_lemma_col: Optional[str] = None,
                  hyp_pos_col: Optional[str] = None, ref_lemma_col: Optional[str] = None,
                  ref_pos_col: Optional[str] = None, **_ignored: Any) -> ParmesanMetric:
     """Build the metric (registered as ``parmesan``).
 
     paraphrases : path of the paraphrase table (required); directed : use pairs only as listed
+    sources : comma-separated table sources to use (wordnet, meteor; ``both`` lines with either)
     analyzer : lower, columns, simplemma, nltk, spacy:<model> (:mod:`.analyze`)
     lang, jar_compat, lowercase, function_words : Meteor's options (``meteor_params``)
     *_col : lemma/POS columns of the input table for ``analyzer="columns"`` (hypothesis columns:
@@ -95,11 +99,13 @@ def from_options(paraphrases: Optional[str] = None, analyzer: str = "lower", lan
         raise InputError("parmesan: --analyzer columns expects --hyp-lemma-col and --ref-lemma-col, "
                          f"found {hyp_lemma_col!r} and {ref_lemma_col!r}")
     if analyzer != "columns" and any((hyp_lemma_col, hyp_pos_col, ref_lemma_col, ref_pos_col)):
-        raise InputError(f"parmesan: lemma/POS columns are read with --analyzer columns only, found --analyzer {analyzer}")
+        raise InputError("parmesan: lemma/POS columns are read with --analyzer columns only, "
+                         f"found --analyzer {analyzer}")
     if bool(hyp_pos_col) != bool(ref_pos_col):
         raise InputError("parmesan: expected POS columns for both hypotheses and references or for neither, "
                          f"found {hyp_pos_col!r} and {ref_pos_col!r}")
-    table = load_table(paraphrases, directed)
+    kinds = tuple(x.strip() for x in sources.split(",") if x.strip())
+    table = load_table(paraphrases, directed, kinds)
     params = meteor_params(lang=lang, jar_compat=jar_compat, lowercase=lowercase, function_words=function_words)
-    return ParmesanMetric(table, _table_id(Path(paraphrases), len(table.hyp)), analyzer, lang, directed, params,
+    return ParmesanMetric(table, _table_id(Path(paraphrases), len(table.hyp)), analyzer, lang, directed, kinds, params,
                           (hyp_lemma_col, hyp_pos_col, ref_lemma_col, ref_pos_col))

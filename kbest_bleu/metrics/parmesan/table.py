@@ -83,7 +83,8 @@ def _merge(rows: list, directed: bool) -> ParaphraseTable:
                            vals[:, 0].astype(np.int8), vals[:, 1], vals[:, 2].astype(np.int64))
 
 
-def read_table(path: Union[str, Path], directed: bool = False) -> ParaphraseTable:
+def read_table(path: Union[str, Path], directed: bool = False,
+               sources: tuple = ("wordnet", "meteor")) -> ParaphraseTable:
     """Read a paraphrase table file (module docstring format).
 
     Parameters
@@ -91,6 +92,8 @@ def read_table(path: Union[str, Path], directed: bool = False) -> ParaphraseTabl
     path : the TSV file (``.gz`` allowed)
     directed : use each pair only as listed (ref lemma -> hyp lemma); by default pairs are used
         in both directions, as synonymy is symmetric (WordNet synsets, Meteor's pivot paraphrases)
+    sources : the sources whose lines are used (``wordnet``, ``meteor``); ``both`` lines are used
+        when either is
 
     Raises :class:`InputError` naming the line for a malformed line or an unknown source.
     """
@@ -115,8 +118,10 @@ def read_table(path: Union[str, Path], directed: bool = False) -> ParaphraseTabl
             try:
                 prob = float(cols[4]) if len(cols) == 5 and cols[4] else 0.0
             except ValueError:
-                raise InputError(f"paraphrase table {path} line {n}: expected a probability, found {cols[4]!r}") from None
-            rows.append((cols[0], cols[1], cols[2], SOURCES.index(cols[3]), prob))
+                raise InputError(f"paraphrase table {path} line {n}: expected a probability, "
+                                 f"found {cols[4]!r}") from None
+            if cols[3] in sources or (cols[3] == "both" and sources):
+                rows.append((cols[0], cols[1], cols[2], SOURCES.index(cols[3]), prob))
     return _merge(rows, directed)
 
 
