@@ -287,3 +287,83 @@ def lengths(ptr, seg_ptr, ref_ptr, n_hyp):
                     best = rl
             r[h] = max(best, 0)
     return c, r
+
+
+_FNV_OFFSET = np.uint64(1469598103934665603)
+_FNV_PRIME = np.uint64(1099511628211)
+_JOIN = np.uint8(95)  # "_": the n-gram joiner of the models' tokens (paper section 2.1)
+
+
+@njit(cache=True, inline="always")
+def _fnv_bytes(h, data, start, end):
+    for i in range(start, end):
+        h = (h ^ np.uint64(data[i])) * _FNV_PRIME
+    return h
+
+
+@njit(cache=True)
+def key_table(data, offsets):
+    """Open-addressing table over the model's keys (FNV-1a of their UTF-8 bytes): int64[2^k],
+    the row of the key in each used slot, -1 elsewhere. A repeated key keeps its first row."""
+    n = len(offsets) - 1
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    table = np.full(size, -1, np.int64)
+    mask = np.uint64(size - 1)
+    for i in range(n):
+        slot = _fnv_bytes(_FNV_OFFSET, data, offsets[i], offsets[i + 1]) & mask
+        while table[slot] >= 0:
+            j = table[slot]
+            if offsets[j + 1] - offsets[j] == offsets[i + 1] - offsets[i] and np.array_equal(
+                    data[offsets[j]:offsets[j + 1]], data[offsets[i]:offsets[i + 1]]):
+                break
+            slot = (slot + np.uint64(1)) & mask
+        if table[slot] < 0:
+            table[slot] = i
+    return table
+
+
+@njit(cache=True)
+def _key_equals(key_data, k0, k1, ids, p, n, vdata, voff):
+    """Whether model key bytes key_data[k0:k1] equal the tokens ids[p:p+n] joined with '_'."""
+    q = k0
+    for t in range(n):
+        if t > 0:
+            if q >= k1 or key_data[q] != _JOIN:
+                return False
+            q += 1
+        tok = ids[p + t]
+        length = voff[tok + 1] - voff[tok]
+        if q + length > k1:
+            return False
+        for b in range(length):
+            if key_data[q + b] != vdata[voff[tok] + b]:
+                return False
+        q += length
+    return q == k1
+
+
+@njit(cache=True, parallel=True)
+def ngram_rows(ids, starts, n, vdata, voff, key_data, key_off, table):
+    """Model row of the n-gram starting at each of ``starts`` (its tokens joined with '_', looked up
+    by bytes, no string built), -1 when the model has no such key: int64[len(starts)]."""
+    out = np.empty(len(starts), np.int64)
+    mask = np.uint64(len(table) - 1)
+    for i in prange(len(starts)):
+        p = starts[i]
+        h = _FNV_OFFSET
+        for t in range(n):
+            if t > 0:
+                h = (h ^ np.uint64(_JOIN)) * _FNV_PRIME
+            tok = ids[p + t]
+            h = _fnv_bytes(h, vdata, voff[tok], voff[tok + 1])
+        slot = h & mask
+        out[i] = -1
+        while table[slot] >= 0:
+            k = table[slot]
+            if _key_equals(key_data, key_off[k], key_off[k + 1], ids, p, n, vdata, voff):
+                out[i] = k
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return out

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InputError
+from ...tokenize import string_buffers
 
 _MODEL_FILE = re.compile(r"^(?P<name>.+)\.(?:(?P<order>\d+)gram|(?P<joint>joint))\.w2v\.(?P<ext>bin|txt|vec)$")
 # Paper section 2.1: bigrams seen fewer than 30 times and trigrams fewer than 50 are dropped.
@@ -67,6 +68,20 @@ class Embeddings:
             return np.full(len(strings), -1, np.int64)
         idx = pc.index_in(strings, value_set=self.keys[k])
         return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def ngram_rows(self, ids: np.ndarray, starts: np.ndarray, vocab: pa.Array, n: int) -> np.ndarray:
+        """Row of the n-gram ``vocab[ids[s]] + "_" + ... + vocab[ids[s + n - 1]]`` for each s in
+        ``starts`` in the order-``n`` matrix (-1: unknown), by hashing bytes in numba: int64[len(starts)].
+        The keys' hash table is built once per model and order."""
+        from . import _kernels
+        k = self._order_key(n)
+        if k not in self.keys:
+            return np.full(len(starts), -1, np.int64)
+        if k not in self._rows:
+            key_data, key_off = string_buffers(self.keys[k])
+            self._rows[k] = (key_data, key_off, _kernels.key_table(key_data, key_off))
+        vdata, voff = string_buffers(vocab)
+        return _kernels.ngram_rows(ids, starts, n, vdata, voff, *self._rows[k])
 
     def similarity(self, a: str, b: str, n: int) -> Optional[float]:
         """Cosine of two n-gram strings (float32 dot product, as gensim); None when either is unknown."""

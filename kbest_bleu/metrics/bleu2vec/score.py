@@ -172,11 +172,8 @@ def _type_rows(emb: Embeddings, ids: np.ndarray, vocab: pa.Array, rep: np.ndarra
     (paper section 2.1) looked up in the order-n model."""
     valid = np.repeat(type_base[:-1], n_types) + (np.arange(n_types.sum()) - np.repeat(np.cumsum(n_types) - n_types,
                                                                                         n_types))
-    starts = rep[valid]
-    parts = [vocab.take(pa.array(ids[starts + k])) for k in range(n)]
-    strings = parts[0] if n == 1 else pc.binary_join_element_wise(*parts, pa.scalar("_", vocab.type))
     rows = np.full(len(rep), -1, np.int64)
-    rows[valid] = emb.rows(strings, n)
+    rows[valid] = emb.ngram_rows(ids, rep[valid], vocab, n)
     return rows
 
 
