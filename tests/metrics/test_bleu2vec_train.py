@@ -105,3 +105,22 @@ def test_cli_bad_input_exits_2(tmp_path, capsys):
         args = p.parse_args(argv)
         assert args.func(args) == 2
         assert message in capsys.readouterr().err
+
+
+def test_metaeval_segment_table_on_real_data(shared_data, extensions):
+    """The sentence-BLEU column equals the check values published with wmt15_daseg (Pearson of
+    sacrebleu sentence_bleu with the DA scores); the BLEU2VEC columns are correlations in [-1, 1]."""
+    from kbest_bleu.metrics.bleu2vec.metaeval import _markdown, segment_table
+    from kbest_bleu.metrics.bleu2vec.score import from_options
+    emb = load_embeddings(extensions / "bleu2vec_toy_models")
+    variants = {"faithful": from_options(emb, "faithful"), "corrected": from_options(emb, tokenize="none")}
+    lps, table = segment_table(shared_data, variants, "wmt15_daseg", ("cs-en", "de-en", "fi-en", "ru-en"))
+    assert table["sentBLEU (sacrebleu 13a)"] == pytest.approx([0.4930, 0.5295, 0.5251, 0.5345], abs=6e-5)
+    assert all(-1 <= v <= 1 for name in variants for v in table[name])
+    assert _markdown("metric", lps, table).splitlines()[0] == "| metric | cs-en | de-en | fi-en | ru-en | average |"
+
+
+def test_cli_metaeval_without_data_exits_2(tmp_path, capsys):
+    args = _parser().parse_args(["bleu2vec", "metaeval", "--data", str(tmp_path)])
+    assert args.func(args) == 2
+    assert "expected the shared data" in capsys.readouterr().err
