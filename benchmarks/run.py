@@ -77,7 +77,6 @@ def one(tool: str, workload: str, limit: int, threads: int, tokenize: str) -> di
     if tool.startswith("kbest_bleu"):
         import numba
         import kbest_bleu as kb
-        from kbest_bleu.bleu import stats_order
         from kbest_bleu.encode import encode, references_array, segment_references
         from kbest_bleu.stats import stats_from_encoded
         numba.set_num_threads(threads)
@@ -89,17 +88,17 @@ def one(tool: str, workload: str, limit: int, threads: int, tokenize: str) -> di
         seg_refs = segment_references(references_array(sub["references"].combine_chunks()), ptr, len(sub))
         enc = encode(hyp_arr, seg_refs, ptr, tokenize)
         if tool == "kbest_bleu kernel":  # statistics + sentence BLEU from encoded ids
-            run = lambda: kb.sentence_scores(stats_from_encoded(enc, stats_order(cfg), cfg.ref_length), cfg)  # noqa: E731
+            run = lambda: kb.sentence_scores(stats_from_encoded(enc, cfg), cfg)  # noqa: E731
         elif tool == "kbest_bleu encode":  # tokenize + encode only
             run = lambda: encode(hyp_arr, seg_refs, ptr, tokenize)  # noqa: E731
         else:  # "kbest_bleu e2e": parquet file -> parquet file, streaming
             import pyarrow.parquet as pq
-            from kbest_bleu.io import score_parquet
+            from kbest_bleu.batch import score_parquet
             tmp = Path(tempfile.mkdtemp())
             pq.write_table(sub, tmp / "in.parquet")
             run = lambda: score_parquet(tmp / "in.parquet", tmp / "out.parquet", cfg)  # noqa: E731
         out["seconds"] = _median_time(run, 5)
-        scores = kb.sentence_scores(stats_from_encoded(enc, stats_order(cfg), cfg.ref_length), cfg)
+        scores = kb.sentence_scores(stats_from_encoded(enc, cfg), cfg)
     else:
         fn = PEERS[tool]
         t0 = time.perf_counter()
@@ -221,7 +220,7 @@ def tuning_steps() -> list:
     import workloads
 
     import kbest_bleu as kb
-    from kbest_bleu.kernels import _mira_epoch
+    from kbest_bleu.tuning._kernels import _mira_epoch
     from kbest_bleu.tuning import KbestLists, expected_bleu, hope_fear_model, moses_matrix, tune_pro
     t = workloads.generated(2000, 100, 4)
     rng = np.random.default_rng(0)
@@ -252,7 +251,7 @@ def tuning_steps() -> list:
 def mbr_times() -> list:
     import workloads
 
-    from kbest_bleu.mbr import mbr_select
+    from kbest_bleu.tuning.mbr import mbr_select
     out = []
     for n_seg, k in ((200, 100), (10, 1000)):
         t = workloads.generated(n_seg, k, 1, seed=1)

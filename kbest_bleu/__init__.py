@@ -1,11 +1,21 @@
-"""kbest_bleu: exact, fast sentence-level BLEU for whole K-best lists."""
+"""kbest_bleu: exact, fast sentence-level BLEU for whole K-best lists.
 
-from .bleu import (BleuResult, corpus_bleu, corpus_score, document_score, score_kbest, sentence_bleu,
-                   sentence_scores)
-from .config import COMPATS, BleuConfig, __version__
+The public names below are imported on first use (PEP 562), so ``import kbest_bleu`` and
+``import kbest_bleu.config`` stay cheap: numba, pyarrow and the compiled kernels load only when a
+scoring function is first touched.
+"""
+
+from importlib import import_module
+from typing import Any
+
+from .config import COMPATS, TOKENIZERS, BleuConfig, __version__
 from .errors import InputError
-from .stats import BleuStats, ngram_stats
-from .tokenize import TOKENIZERS
+
+_LAZY = {
+    "BleuResult": "bleu", "corpus_bleu": "bleu", "corpus_score": "bleu", "document_score": "bleu",
+    "score_kbest": "bleu", "sentence_bleu": "bleu", "sentence_scores": "bleu",
+    "BleuStats": "stats", "ngram_stats": "stats",
+}
 
 __all__ = [
     "COMPATS",
@@ -23,3 +33,15 @@ __all__ = [
     "sentence_bleu",
     "sentence_scores",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kbest_bleu' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))

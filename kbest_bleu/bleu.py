@@ -1,6 +1,6 @@
 """Sentence, corpus and document BLEU from statistics, and the one-call conveniences.
 
-The three steps of DESIGN section 2 are public: ``stats = ngram_stats(...)``,
+The three steps of DESIGN.md section 2 are public: ``stats = ngram_stats(...)``,
 ``sentence_scores(stats)`` per row, ``corpus_score(stats)`` on the column sums.
 All scores are on the 0-1 scale.
 """
@@ -18,6 +18,9 @@ from .config import BleuConfig
 from .errors import InputError
 from .smoothing import PRESETS
 from .stats import BleuStats, check_group_pointers, ngram_stats
+
+__all__ = ["BleuResult", "corpus_bleu", "corpus_score", "document_score", "score_kbest", "score_rows",
+           "sentence_bleu", "sentence_scores"]
 
 
 @dataclass(frozen=True)
@@ -40,15 +43,6 @@ class BleuResult:
     def to_dict(self) -> dict:
         return {"score": self.score, "precisions": list(self.precisions), "bp": self.bp,
                 "hyp_len": self.hyp_len, "ref_len": self.ref_len, "signature": self.signature}
-
-
-def _config(config: Optional[BleuConfig], options: dict) -> BleuConfig:
-    return BleuConfig.make(config, **options) if (options or config is None) else config
-
-
-def stats_order(cfg: BleuConfig) -> int:
-    """Max order the statistics need for ``cfg`` (NLTK's method 5 reads 5-grams whatever N)."""
-    return max(cfg.max_order, 4) if cfg.compat == "nltk" and cfg.smoothing in (5, 7) else cfg.max_order
 
 
 _CHUNK_ROWS = 32768  # smoothing runs on row chunks of at least this size in threads
@@ -86,12 +80,12 @@ def sentence_scores(stats: BleuStats, config: Optional[BleuConfig] = None, **opt
     ``options`` are :class:`~kbest_bleu.config.BleuConfig` fields (compat, smoothing, ...);
     effective order defaults to on, as sacrebleu's ``sentence_bleu``.
     """
-    return score_rows(stats, _config(config, options), "sentence")
+    return score_rows(stats, BleuConfig.make(config, **options), "sentence")
 
 
 def corpus_score(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> BleuResult:
     """Corpus BLEU of the summed statistics (smoothing applies to the sums, as sacrebleu)."""
-    cfg = _config(config, options)
+    cfg = BleuConfig.make(config, **options)
     total = stats.sum()
     bleu, p, bp = _preset_scores(total, cfg, "corpus")
     return BleuResult(float(bleu[0]), tuple(float(x) for x in p[0]), float(bp[0]), int(total.hyp_len[0]),
@@ -117,11 +111,6 @@ def document_score(stats: BleuStats, groups: Any = None, config: Optional[BleuCo
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
-def _stats_for(hypotheses: Any, references: Any, segments: Any, cfg: BleuConfig) -> BleuStats:
-    return ngram_stats(hypotheses, references, segments, max_order=stats_order(cfg),
-                       ref_length=cfg.ref_length, tokenize=cfg.tokenize, lowercase=cfg.lowercase)
-
-
 def sentence_bleu(hypothesis: str, references: "str | Sequence[str]", **options: Any) -> float:
     """Sentence BLEU of one hypothesis against its references (0-1 scale).
 
@@ -130,7 +119,7 @@ def sentence_bleu(hypothesis: str, references: "str | Sequence[str]", **options:
     """
     cfg = BleuConfig.make(**options)
     refs = [references] if isinstance(references, str) else list(references)
-    return float(sentence_scores(_stats_for([hypothesis], [refs], None, cfg), cfg)[0])
+    return float(sentence_scores(ngram_stats([hypothesis], [refs], None, cfg), cfg)[0])
 
 
 def score_kbest(hypotheses: Any, references: Any, segments: Any = None, **options: Any) -> np.ndarray:
@@ -141,7 +130,7 @@ def score_kbest(hypotheses: Any, references: Any, segments: Any = None, **option
     segment or per row. See :func:`kbest_bleu.stats.ngram_stats`.
     """
     cfg = BleuConfig.make(**options)
-    return sentence_scores(_stats_for(hypotheses, references, segments, cfg), cfg)
+    return sentence_scores(ngram_stats(hypotheses, references, segments, cfg), cfg)
 
 
 def corpus_bleu(hypotheses: Any, references: Any, **options: Any) -> BleuResult:
@@ -151,4 +140,4 @@ def corpus_bleu(hypotheses: Any, references: Any, **options: Any) -> BleuResult:
     does; ``list(zip(*streams))`` converts sacrebleu-style streams.
     """
     cfg = BleuConfig.make(**options)
-    return corpus_score(_stats_for(hypotheses, references, None, cfg), cfg)
+    return corpus_score(ngram_stats(hypotheses, references, None, cfg), cfg)

@@ -6,6 +6,7 @@ Bad input exits with status 2 and a one-paragraph message (no traceback, no outp
 from __future__ import annotations
 
 import argparse
+from importlib import import_module
 import json
 import re
 import sys
@@ -15,15 +16,18 @@ from typing import Optional, Sequence
 import pyarrow.parquet as pq
 
 from .bleu import corpus_bleu
-from .config import COMPATS, BleuConfig
+from .config import COMPATS, REF_LENGTH_POLICIES, TOKENIZERS, BleuConfig
 from .errors import InputError
-from .io import COMPRESSIONS, Columns, ReferenceTable, read_lines, score_parquet
-from .nbest import export_moses, read_nbest, write_nbest
-from .stats import REF_LENGTH_POLICIES, ngram_stats
-from .tokenize import TOKENIZERS
+from .batch.parquet import score_parquet
+from .batch.references import Columns, ReferenceTable, read_lines
+from .batch.stream import COMPRESSIONS
+from .interop.nbest import export_moses, read_nbest, write_nbest
+from .stats import ngram_stats
 
 SAMPLE = Path(__file__).parent / "data" / "moses_100best_sample.parquet"
 SAMPLE_COLUMNS = Columns(segment=("iteration", "segment_id"), score="model_score")
+# the metrics besides BLEU (kbest_bleu.metrics.base.REGISTRY); their cli modules import only argparse
+METRICS = ("bleu2vec", "meteor", "parmesan")
 
 
 def _scoring_options(p: argparse.ArgumentParser) -> None:
@@ -59,8 +63,21 @@ def _config(a: argparse.Namespace) -> BleuConfig:
                       tokenize=a.tokenize, lowercase=a.lowercase)
 
 
+def _metrics(a: argparse.Namespace) -> list:
+    """The metrics of ``--metric`` besides BLEU, built from their own options (DESIGN.md section 6)."""
+    from .metrics.base import REGISTRY, load_metric
+    names = [m.strip() for m in a.metric.split(",") if m.strip()]
+    unknown = [m for m in names if m != "bleu" and m not in REGISTRY]
+    if unknown or "bleu" not in names:
+        raise InputError(f"--metric: expected a comma-separated list starting with bleu, from bleu, "
+                         f"{', '.join(REGISTRY)}; found {a.metric!r}")
+    return [load_metric(m, **import_module(f".metrics.{m}.cli", __package__).metric_options(a))
+            for m in dict.fromkeys(names) if m != "bleu"]
+
+
 def _cmd_score(a: argparse.Namespace) -> int:
     cfg = _config(a)
+    metrics = _metrics(a)
     if a.input is None:
         src, columns = SAMPLE, SAMPLE_COLUMNS
         print(f"no input given: scoring the bundled sample {SAMPLE.name} (real Moses 100-best lists, "
@@ -79,16 +96,17 @@ def _cmd_score(a: argparse.Namespace) -> int:
     elif a.ref_file:
         refs = ReferenceTable.from_text_files(a.ref_file)
     if a.engine == "spark":
-        from .spark import score_parquet_spark
+        from .batch.spark import score_parquet_spark
         if not a.output or refs is not None:
             raise InputError("--engine spark: expected IN and -o OUT (a dataset directory) with references in a "
                              "column of the input (--ref-table/--ref-file are single-machine options)")
         n = score_parquet_spark(str(src), a.output, cfg, columns=columns, stats=a.stats,
-                                smoothings=a.also_smoothing, master=a.master, batch_rows=a.batch_size)
+                                smoothings=a.also_smoothing, metrics=metrics, master=a.master,
+                                batch_rows=a.batch_size)
         print(f"scored {n:,} rows with Spark ({a.master}); wrote the dataset {a.output}", file=sys.stderr)
         return 0
     summary = score_parquet(src, a.output, cfg, columns=columns, references=refs, stats=a.stats,
-                            smoothings=a.also_smoothing, batch_size=a.batch_size, quiet=a.quiet,
+                            smoothings=a.also_smoothing, metrics=metrics, batch_size=a.batch_size, quiet=a.quiet,
                             compression=a.compression)
     print(json.dumps(summary.to_dict(), indent=1) if a.json else summary)
     if a.output:
@@ -136,7 +154,7 @@ def _markdown(header: Sequence[str], rows: list) -> str:
 
 
 def _cmd_metaeval(a: argparse.Namespace) -> int:
-    from .metaeval import mqm_table, wmt12_table
+    from .research.metaeval import mqm_table, wmt12_table
     data = Path(a.data)
     cfg = BleuConfig(tokenize=a.tokenize, lowercase=a.lowercase)
     sig = re.sub(r"smooth:[^|]+", "smooth:per-row", cfg.signature())  # each row is one smoothing
@@ -159,7 +177,7 @@ def _cmd_metaeval(a: argparse.Namespace) -> int:
 
 
 def _cmd_paired(a: argparse.Namespace) -> int:
-    from .significance import approximate_randomization, paired_bootstrap
+    from .research.significance import approximate_randomization, paired_bootstrap
     cfg = _config(a)
     streams = [read_lines(r) for r in a.refs]
     refs = [list(r) for r in zip(*streams)]
@@ -167,8 +185,7 @@ def _cmd_paired(a: argparse.Namespace) -> int:
     for path, lines in zip([a.baseline] + a.systems + a.refs, systems + streams):
         if len(lines) != len(refs):
             raise InputError(f"{path}: {len(lines)} lines; expected {len(refs)} like the references")
-    stats = [ngram_stats(h, refs, max_order=cfg.max_order, ref_length=cfg.ref_length, tokenize=cfg.tokenize,
-                         lowercase=cfg.lowercase) for h in systems]
+    stats = [ngram_stats(h, refs, None, cfg) for h in systems]
     test = paired_bootstrap if a.test == "bs" else approximate_randomization
     n = a.n_samples or (1000 if a.test == "bs" else 10000)
     rows = []
@@ -242,7 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="spark: read and write parquet datasets with Apache Spark (pip install 'kbest-bleu[spark]')")
     p.add_argument("--master", default="local[*]", help="Spark master URL (with --engine spark)")
+    p.add_argument("--metric", default="bleu", metavar="LIST",
+                   help=f"comma-separated metrics, each adding its columns: bleu (always), {', '.join(METRICS)}")
     _scoring_options(p)
+    for name in METRICS:
+        import_module(f".metrics.{name}.cli", __package__).add_score_options(p.add_argument_group(f"{name} options"))
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("corpus", help="corpus BLEU of plain-text files, like sacrebleu")
@@ -300,6 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=12345)
     _scoring_options(p)
     p.set_defaults(func=_cmd_paired)
+    for name in METRICS:  # a metric's own commands (training, table building, its paper's tables)
+        module = import_module(f".metrics.{name}.cli", __package__)
+        if hasattr(module, "add_commands"):
+            module.add_commands(sub)
     return parser
 
 

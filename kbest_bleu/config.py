@@ -6,10 +6,15 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Optional
 
 from .errors import InputError
-from .stats import MAX_SUPPORTED_ORDER, REF_LENGTH_POLICIES
-from .tokenize import TOKENIZERS
+
+__all__ = ["BLEU_PLUS_1", "COMPATS", "MAX_SUPPORTED_ORDER", "REF_LENGTH_POLICIES", "SMOOTHING_NAMES",
+           "TOKENIZERS", "BleuConfig", "__version__", "allowed_smoothings"]
 
 __version__ = "0.1.0"
+
+TOKENIZERS = ("none", "13a", "intl", "char", "zh")
+REF_LENGTH_POLICIES = ("closest", "shortest", "average")
+MAX_SUPPORTED_ORDER = 16
 
 COMPATS = ("sacrebleu", "nltk", "mteval", "moses")
 # sacrebleu's names for Chen & Cherry smoothings 0-3.
@@ -31,7 +36,7 @@ class BleuConfig:
     """Every option that changes a BLEU number.
 
     compat : "sacrebleu" (default), "nltk", "mteval" or "moses": which tool's conventions to
-        reproduce where the paper is silent (DESIGN section 4, README preset table).
+        reproduce where the paper is silent (README, "Compatibility presets").
     smoothing : Chen & Cherry (2014) method 0-7, a sacrebleu name (none, floor, add-k, exp) or
         "bleu+1" (moses); None = the preset's own default (sacrebleu/mteval 3, nltk 0, moses bleu+1).
     epsilon : smoothing 1 / "floor" value (paper section 2.1, default 0.1).
@@ -102,11 +107,22 @@ class BleuConfig:
     @classmethod
     def make(cls, config: "BleuConfig | None" = None, **options: Any) -> "BleuConfig":
         """A config from keyword options, optionally overriding an existing config."""
+        if config is not None and not options:
+            return config
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
             raise InputError(f"unknown option(s) {', '.join(unknown)}; expected some of {', '.join(sorted(known))}")
         return replace(config, **options) if config is not None else cls(**options)
+
+    @property
+    def counted_order(self) -> int:
+        """Highest order N the statistics must be counted to (the kernel adds N+1) for this
+        config: ``max_order``, except NLTK's methods 5 and 7, which read 5-grams whatever N.
+        The one place where options decide what is counted (see :func:`kbest_bleu.stats.counting_args`)."""
+        if self.compat == "nltk" and self.smoothing in (5, 7):
+            return max(self.max_order, 4)
+        return self.max_order
 
     def effective(self, level: str) -> bool:
         """Whether effective order is on at ``level`` ("sentence" or "corpus")."""

@@ -1,4 +1,4 @@
-"""From user input to what the kernels read (DESIGN section 2).
+"""From user input to what the kernels read (DESIGN.md section 2).
 
 hypotheses + segment ids + references  ->  validated Arrow arrays, segment pointers, one list
 of references per segment. Text goes from there to the text kernel (:mod:`kbest_bleu.stats`);
@@ -15,11 +15,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import kernels
+from . import _counting
 from .errors import InputError
 from .tokenize import lowercase as lowercase_column
 from .tokenize import prepare, split_ids, string_buffers
 from .tokenize import tokenize as tokenize_column
+
+__all__ = ["Encoded", "check_contiguous", "encode", "hypotheses_array", "is_token_lists", "key_labels",
+           "list_offsets", "references_array", "run_starts", "segment_pointers", "segment_references"]
 
 
 @dataclass(frozen=True)
@@ -213,14 +216,14 @@ def _rows_equal_owner(refs: pa.Array, owner: np.ndarray) -> np.ndarray:
         elem_off = np.arange(len(values) + 1, dtype=np.int64) * width
     elif is_token_lists(values.type):  # pre-tokenized references: token counts, then the tokens
         counts = np.diff(list_offsets(values))
-        same = kernels._rows_equal_owner(counts.view(np.uint8), np.arange(len(values) + 1, dtype=np.int64) * 8,
+        same = _counting._rows_equal_owner(counts.view(np.uint8), np.arange(len(values) + 1, dtype=np.int64) * 8,
                                          list_offsets(refs), owner)
         tokens_of_row = pa.array(list_offsets(values)[list_offsets(refs)])
         by_row = pa.LargeListArray.from_arrays(tokens_of_row, pc.list_flatten(values))
         return same & _rows_equal_owner(by_row, owner)
     else:
         data, elem_off = string_buffers(values)
-    return kernels._rows_equal_owner(data, elem_off, list_offsets(refs), owner)
+    return _counting._rows_equal_owner(data, elem_off, list_offsets(refs), owner)
 
 
 def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row_offset: int = 0) -> pa.Array:

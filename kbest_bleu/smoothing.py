@@ -7,7 +7,7 @@ BLEU = BP * exp(sum_n w_n log p_n).
 
 Each compatibility preset is one function ``(m, l, c, r, cfg, eff) -> (bleu, p, bp)`` in
 :data:`PRESETS`; they share the paper's smoothings (:func:`paper_precisions`) and differ only
-where the paper is silent (DESIGN section 4). Arrays: m, l float64[H, N+1] (order N+1 is read
+where the paper is silent (README, "Compatibility presets"). Arrays: m, l float64[H, N+1] (order N+1 is read
 by smoothings 5 and 7), c, r float64[H]; outputs bleu, bp float64[H], p float64[H, N].
 """
 
@@ -20,6 +20,8 @@ import numpy as np
 
 from .config import BleuConfig
 from .errors import InputError
+
+__all__ = ["PRESETS", "moses_bleu", "mteval_bleu", "nltk_bleu", "paper_precisions", "sacrebleu_bleu"]
 
 
 def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:

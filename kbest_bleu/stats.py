@@ -11,15 +11,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import kernels
+from . import _counting
 from .encode import (Encoded, encode, hypotheses_array, is_token_lists, list_offsets, references_array,
                      segment_pointers, segment_references)
+from .config import REF_LENGTH_POLICIES, BleuConfig
 from .errors import InputError
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare, string_buffers
 
-REF_LENGTH_POLICIES = {"closest": kernels.REF_CLOSEST, "shortest": kernels.REF_SHORTEST,
-                       "average": kernels.REF_AVERAGE}
-MAX_SUPPORTED_ORDER = 16
+__all__ = ["BleuStats", "check_group_pointers", "counting_args", "ngram_stats", "segment_argmax", "segment_stats",
+           "stats_from_encoded", "stats_from_text"]
+
+_POLICY_CODES = dict(zip(REF_LENGTH_POLICIES, (_counting.REF_CLOSEST, _counting.REF_SHORTEST, _counting.REF_AVERAGE)))
 
 
 def check_group_pointers(ptr: Any, n_rows: int) -> np.ndarray:
@@ -128,54 +130,64 @@ def segment_argmax(values: np.ndarray, seg_ptr: np.ndarray) -> np.ndarray:
     return at_max[np.searchsorted(at_max, seg_ptr[:-1])]
 
 
-def _kernel_args(max_order: int, ref_length: str) -> tuple[int, int]:
-    """(number of orders counted, reference-length policy code) after validation."""
-    if not 1 <= max_order <= MAX_SUPPORTED_ORDER:
-        raise InputError(f"max_order: expected an integer from 1 to {MAX_SUPPORTED_ORDER}, found {max_order!r}")
-    if ref_length not in REF_LENGTH_POLICIES:
-        raise InputError(f"ref_length: expected one of {', '.join(REF_LENGTH_POLICIES)}, found {ref_length!r}")
-    return int(max_order) + 1, REF_LENGTH_POLICIES[ref_length]
+def counting_args(*configs: BleuConfig) -> tuple[int, int]:
+    """What the kernels count for ``configs``: (number of orders, reference-length policy code).
+
+    The one map from options to counting arguments: every face (one-call helpers, batch jobs,
+    Spark, tuning, MBR, significance, metaeval) goes through it. Several configs (a job's extra
+    smoothing columns) share one count, up to the highest :attr:`BleuConfig.counted_order` + 1;
+    they must agree on what changes the counts themselves.
+    """
+    if not configs:
+        raise InputError("counting_args: expected at least one BleuConfig")
+    first = configs[0]
+    for cfg in configs[1:]:
+        if (cfg.ref_length, cfg.tokenize, cfg.lowercase) != (first.ref_length, first.tokenize, first.lowercase):
+            raise InputError("counting_args: configs sharing one count must agree on ref_length, tokenize and "
+                             f"lowercase; found {first} and {cfg}")
+    return max(c.counted_order for c in configs) + 1, _POLICY_CODES[first.ref_length]
 
 
-def stats_from_encoded(enc: Encoded, max_order: int = 4, ref_length: str = "closest") -> BleuStats:
-    """Run the kernel on already encoded CSR arrays (see :class:`kbest_bleu.encode.Encoded`)."""
-    n_orders, policy = _kernel_args(max_order, ref_length)
-    m, t, c, r = kernels._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
+def stats_from_encoded(enc: Encoded, *configs: BleuConfig) -> BleuStats:
+    """Run the id kernel on already encoded CSR arrays (see :class:`kbest_bleu.encode.Encoded`),
+    counting what ``configs`` need (:func:`counting_args`)."""
+    n_orders, policy = counting_args(*configs)
+    m, t, c, r = _counting._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
                                       enc.seg_ref_ptr, n_orders, policy, numba.get_num_threads())
     return BleuStats(m, t, c, r)
 
 
-def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, max_order: int = 4,
-                    ref_length: str = "closest", tokenize: str = "none", lowercase: bool = False) -> BleuStats:
-    """Statistics straight from text, without global token ids (:func:`kbest_bleu.kernels._text_stats`).
+def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig) -> BleuStats:
+    """Statistics straight from text, without global token ids (:func:`kbest_bleu._counting._text_stats`).
 
     hypotheses : Arrow string array (H); seg_refs : Arrow list<string>, the references of each
     segment (S); seg_hyp_ptr : int64[S+1] row pointers of the segments. References are
     prepared once per segment, not per row (:func:`kbest_bleu.tokenize.prepare`); the kernel splits the tokens.
+    ``configs``: what to count (:func:`counting_args`).
     """
-    n_orders, policy = _kernel_args(max_order, ref_length)
+    n_orders, policy = counting_args(*configs)
+    tokenize, lowercase = configs[0].tokenize, configs[0].lowercase
     hyp_text, rules = prepare(hypotheses, tokenize, lowercase)
     flat = pc.list_flatten(seg_refs)
     ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize, lowercase)
     seg_ref_ptr = list_offsets(seg_refs)
-    m, t, c, r = kernels._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
+    m, t, c, r = _counting._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
                                      np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr, n_orders,
                                      policy, rules, BYTE_CLASS, WIDE_SPACE, numba.get_num_threads())
     return BleuStats(m, t, c, r)
 
 
-def segment_stats(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, max_order: int = 4,
-                  ref_length: str = "closest", tokenize: str = "none", lowercase: bool = False) -> BleuStats:
+def segment_stats(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig) -> BleuStats:
     """Statistics of validated inputs (see :func:`stats_from_text` for the arguments): text takes
     the fused text kernel, pre-tokenized lists (list<string>) are encoded to ids first."""
     if is_token_lists(hypotheses.type) or is_token_lists(seg_refs.type.value_type):
-        return stats_from_encoded(encode(hypotheses, seg_refs, seg_hyp_ptr, tokenize, lowercase), max_order,
-                                  ref_length)
-    return stats_from_text(hypotheses, seg_refs, seg_hyp_ptr, max_order, ref_length, tokenize, lowercase)
+        enc = encode(hypotheses, seg_refs, seg_hyp_ptr, configs[0].tokenize, configs[0].lowercase)
+        return stats_from_encoded(enc, *configs)
+    return stats_from_text(hypotheses, seg_refs, seg_hyp_ptr, *configs)
 
 
-def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, *, max_order: int = 4,
-                ref_length: str = "closest", tokenize: str = "none", lowercase: bool = False) -> BleuStats:
+def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, config: "BleuConfig | None" = None,
+                **options: Any) -> BleuStats:
     """BLEU statistics of every hypothesis of a K-best table.
 
     Parameters
@@ -184,9 +196,9 @@ def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, *, max_o
     references : one list of reference strings per segment (length S), or per hypothesis row
         (length H, repeated within a segment); a segment may have any number of references, 0 included
     segments : H segment ids, rows of one segment contiguous; None = every row is its own segment
-    max_order : N; statistics are counted up to order N+1
-    ref_length : "closest" (ties to the shorter), "shortest" or "average" (Moses, truncated)
-    tokenize, lowercase : see :func:`kbest_bleu.tokenize.tokenize`
+    config, options : a :class:`~kbest_bleu.config.BleuConfig` and/or its fields (max_order,
+        ref_length, tokenize, lowercase, ...); statistics are counted up to order
+        ``config.counted_order`` + 1, so they serve that config's smoothing (NLTK 5/7 need 5-grams)
 
     Returns
     -------
@@ -195,4 +207,4 @@ def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, *, max_o
     hyps = hypotheses_array(hypotheses)
     seg_ptr = segment_pointers(segments, len(hyps))
     refs = segment_references(references_array(references), seg_ptr, len(hyps))
-    return segment_stats(hyps, refs, seg_ptr, max_order, ref_length, tokenize, lowercase)
+    return segment_stats(hyps, refs, seg_ptr, BleuConfig.make(config, **options))

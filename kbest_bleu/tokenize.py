@@ -1,10 +1,10 @@
 """Tokenizers over whole Arrow string columns (no per-row Python loop), token for token equal
-to sacrebleu 2.6.0's ``none``, ``13a``, ``intl``, ``char`` and ``zh`` (DESIGN section 5).
+to sacrebleu 2.6.0's ``none``, ``13a``, ``intl``, ``char`` and ``zh`` (README, "Tokenizers"; DESIGN.md section 2).
 
 sacrebleu first applies ``str.lower()`` (optional), then ``str.rstrip()``, then the tokenizer,
 then ``str.split()``. Here :func:`prepare` runs the rewrites Arrow does well on the whole column
 (RE2 rewrites, literal replacements, trimming), and one numba pass per string
-(:func:`kbest_bleu.kernels._split`) does ``str.split()`` together with the four regex rules of
+(:func:`kbest_bleu._counting._split`) does ``str.split()`` together with the four regex rules of
 13a/zh, which only decide where tokens are cut. Where Arrow and Python differ, the Python
 behaviour is written out explicitly:
 
@@ -26,12 +26,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import regex
 
-from . import kernels
+from . import _counting
+from .config import TOKENIZERS
 from .errors import InputError
-from .kernels import (BYTE_DIGIT, BYTE_DOT, BYTE_HYPHEN, BYTE_MAY_SPACE, BYTE_PUNCT, BYTE_SPACE, RULES_13A, RULES_NONE,
+from ._counting import (BYTE_DIGIT, BYTE_DOT, BYTE_HYPHEN, BYTE_MAY_SPACE, BYTE_PUNCT, BYTE_SPACE, RULES_13A, RULES_NONE,
                       RULES_ZH, _split_intern)
 
-TOKENIZERS = ("none", "13a", "intl", "char", "zh")
+__all__ = ["TOKENIZERS", "lowercase", "prepare", "split_ids", "string_buffers", "tokenize"]
+
 
 
 def _char_class(codepoints, negate: bool = False) -> str:
@@ -60,7 +62,7 @@ def _category_class(prefix: str, negate: bool = False) -> str:
     return _char_class({ord(c) for c in regex.findall(rf"\p{{{prefix}}}", every)}, negate)
 
 
-# sacrebleu tokenizer_13a: literal replacements before the rules (kernels._split)
+# sacrebleu tokenizer_13a: literal replacements before the rules (_counting._split)
 _UNESCAPE_13A = [("<skipped>", ""), ("-\n", ""), ("\n", " "), ("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"),
                  ("&gt;", ">")]
 _UNESCAPE_BYTES = np.isin(np.arange(256), list(b"<\n&"))  # each pattern above holds one of them
@@ -78,12 +80,12 @@ _ZH_CLASS = _char_class({c for a, b in _ZH_RANGES for c in range(a, b + 1)})
 
 
 def _byte_rewrite(strings: pa.Array, kernel: str) -> pa.Array:
-    """Apply a numba rewrite kernel of :mod:`kbest_bleu.kernels` ((bytes, offsets) -> (bytes,
+    """Apply a numba rewrite kernel of :mod:`kbest_bleu._counting` ((bytes, offsets) -> (bytes,
     offsets)) to a whole string column."""
     if len(strings) == 0:
         return strings
     data, offsets = string_buffers(strings)
-    out, out_off = getattr(kernels, kernel)(data, offsets)
+    out, out_off = getattr(_counting, kernel)(data, offsets)
     return pa.LargeStringArray.from_buffers(len(strings), pa.py_buffer(out_off), pa.py_buffer(out))
 
 
@@ -130,12 +132,12 @@ def _unescape_13a(strings: pa.Array) -> pa.Array:
         for old, new in _UNESCAPE_13A:
             part = pc.replace_substring(part, old, new)
         return part
-    return _patch_rows(strings, pa.array(kernels._rows_with_bytes(*string_buffers(strings), _UNESCAPE_BYTES)), fix)
+    return _patch_rows(strings, pa.array(_counting._rows_with_bytes(*string_buffers(strings), _UNESCAPE_BYTES)), fix)
 
 
 def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> tuple[pa.Array, int]:
     """sacrebleu's preprocessing and tokenizer up to its last step, the four regex rules of
-    13a/zh: those run while splitting (:func:`kbest_bleu.kernels._split`).
+    13a/zh: those run while splitting (:func:`kbest_bleu._counting._split`).
 
     Returns the rewritten strings and the ``rules`` argument of the split: RULES_NONE (plain
     ``str.split()``), RULES_ZH (the rules) or RULES_13A (the rules on the string padded with
@@ -172,7 +174,7 @@ def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _byte_classes() -> tuple[np.ndarray, np.ndarray]:
-    """The byte classes and wide whitespace of :func:`kbest_bleu.kernels._split`: Python's
+    """The byte classes and wide whitespace of :func:`kbest_bleu._counting._split`: Python's
     whitespace set, and the bytes sacrebleu's 13a/zh rules test."""
     classes = np.zeros(256, np.uint8)
     for lo, hi in ((0x7B, 0x7E), (0x5B, 0x60), (0x21, 0x26), (0x28, 0x2B), (0x3A, 0x40), (0x2F, 0x2F)):
@@ -199,7 +201,7 @@ def split_ids(strings: pa.Array, rules: int = RULES_NONE) -> tuple[np.ndarray, n
 
     Returns ids int32[T] (row after row), ptr int64[n+1] (row i = ids[ptr[i]:ptr[i+1]]) and the
     vocabulary (string array, token of id v at position v). Done in one numba pass over the
-    UTF-8 bytes (:func:`kbest_bleu.kernels._split_intern`).
+    UTF-8 bytes (:func:`kbest_bleu._counting._split_intern`).
     """
     if len(strings) == 0:
         return np.zeros(0, np.int32), np.zeros(1, np.int64), pa.array([], pa.string())

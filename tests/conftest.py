@@ -4,18 +4,20 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-settings.register_profile("ci", max_examples=150, deadline=None)
-settings.load_profile("ci")
-
 DATA = Path(os.environ.get("KBEST_BLEU_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 EXTENSIONS = Path(os.environ.get("KBEST_BLEU_EXTENSIONS", DATA.parent / "extensions"))
 # The exhaustive sweeps (every real sentence through every tokenizer, the full stress sets) run in
 # CI (.ci/run sets KBEST_BLEU_EXHAUSTIVE=1); the README's test command skips them to stay fast.
 EXHAUSTIVE = bool(os.environ.get("KBEST_BLEU_EXHAUSTIVE"))
 
+settings.register_profile("ci", max_examples=150, deadline=None)
+settings.register_profile("quick", max_examples=60, deadline=None)
+settings.load_profile("ci" if EXHAUSTIVE else "quick")
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "exhaustive: slow sweep, run only with KBEST_BLEU_EXHAUSTIVE=1 (CI)")
+    config.addinivalue_line("markers", "jit_free: property tests CI also runs as plain Python (NUMBA_DISABLE_JIT=1)")
 
 
 def pytest_collection_modifyitems(config, items):

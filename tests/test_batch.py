@@ -12,7 +12,7 @@ import pytest
 
 import kbest_bleu as kb
 from kbest_bleu.cli import main
-from kbest_bleu.io import Columns, score_batches, score_parquet, score_table
+from kbest_bleu.batch import Columns, ReferenceTable, score_batches, score_parquet, score_table
 
 
 @pytest.fixture(scope="module")
@@ -94,17 +94,17 @@ def test_references_from_table_and_text_files(tmp_path):
     (tmp_path / "r0.txt").write_text("a b c\nx y z\n")
     (tmp_path / "r1.txt").write_text("a b d\nx y\n")
     want = kb.score_kbest(["a b c", "a b", "x y"], [["a b c", "a b d"], ["x y z", "x y"]], [0, 0, 1])
-    refs = kb.io.ReferenceTable.from_text_files([tmp_path / "r0.txt", tmp_path / "r1.txt"])
+    refs = ReferenceTable.from_text_files([tmp_path / "r0.txt", tmp_path / "r1.txt"])
     assert np.array_equal(score_table(t, references=refs)["bleu"].to_numpy(), want)
     table = pa.table({"segment_id": [1, 0], "references": [["x y z", "x y"], ["a b c", "a b d"]]})
-    refs = kb.io.ReferenceTable.from_table(table, Columns(), "refs.parquet")
+    refs = ReferenceTable.from_table(table, Columns(), "refs.parquet")
     assert np.array_equal(score_table(t, references=refs)["bleu"].to_numpy(), want)
 
 
 def test_summary_one_best_and_oracle():
     t = pa.table({"segment_id": [0, 0, 1, 1], "hypothesis": ["a b c d", "a b c x", "p q", "p q r s"],
                   "references": [["a b c d"]] * 2 + [["p q r s"]] * 2, "score": [0.0, 1.0, 2.0, 1.0]})
-    from kbest_bleu.io import Tally
+    from kbest_bleu.batch.stream import Tally
     tally = Tally(kb.BleuConfig())
     score_table(t, columns=Columns(score="score"), tally=tally)
     s = tally.summary(1.0)

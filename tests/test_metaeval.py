@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kbest_bleu as kb
-from kbest_bleu import metaeval as me
-from kbest_bleu.significance import approximate_randomization, bootstrap_ci, paired_bootstrap
+from kbest_bleu.research import correlation as corr
+from kbest_bleu.research import metaeval as me
+from kbest_bleu.research.significance import approximate_randomization, bootstrap_ci, paired_bootstrap
 
 small = st.lists(st.integers(0, 4), min_size=2, max_size=40)  # many ties
 
@@ -36,8 +37,8 @@ def test_pairwise_tau_variants_match_slow_definition(pairs):
             c += 0.5
             d += 0.5
             d12 += 1
-    assert me.kendall_tau_pairs(better, worse) == pytest.approx((c - d) / (c + d))
-    assert me.kendall_tau_pairs(better, worse, "wmt12") == pytest.approx((c12 - d12) / (c12 + d12))
+    assert corr.kendall_tau_pairs(better, worse) == pytest.approx((c - d) / (c + d))
+    assert corr.kendall_tau_pairs(better, worse, "wmt12") == pytest.approx((c12 - d12) / (c12 + d12))
 
 
 @given(st.integers(2, 40).flatmap(lambda n: st.tuples(st.lists(st.integers(0, 4), min_size=n, max_size=n),
@@ -52,7 +53,7 @@ def test_tau_b_matches_slow_definition_and_scipy(xy):
         tx += x[i] == x[j] and y[i] != y[j]
         ty += y[i] == y[j] and x[i] != x[j]
     denom = math.sqrt((conc + disc + tx) * (conc + disc + ty))
-    got = me.kendall_tau_b(x, y)
+    got = corr.kendall_tau_b(x, y)
     if denom == 0:
         assert math.isnan(got)
     else:
@@ -64,9 +65,9 @@ def test_tau_b_matches_slow_definition_and_scipy(xy):
 def test_rank_correlations_match_scipy(x, rnd):
     y = [v + rnd.randint(0, 2) for v in x]
     if len(set(x)) > 1 and len(set(y)) > 1:
-        assert me.spearman(x, y) == pytest.approx(scipy.stats.spearmanr(x, y).statistic, abs=1e-12)
-        assert me.pearson(x, y) == pytest.approx(scipy.stats.pearsonr(x, y).statistic, abs=1e-12)
-    assert np.array_equal(me.rankdata(x), scipy.stats.rankdata(x))
+        assert corr.spearman(x, y) == pytest.approx(scipy.stats.spearmanr(x, y).statistic, abs=1e-12)
+        assert corr.pearson(x, y) == pytest.approx(scipy.stats.pearsonr(x, y).statistic, abs=1e-12)
+    assert np.array_equal(corr.rankdata(x), scipy.stats.rankdata(x))
 
 
 def test_human_system_scores_count_wins():
@@ -161,7 +162,7 @@ def test_wmt12_table_layout_and_the_papers_main_finding(shared_data):
     b = np.array([bleu[x["segment_id"], x["better_system"]] for x in p])
     w = np.array([bleu[x["segment_id"], x["worse_system"]] for x in p])
     one = me.wmt12_table(seg, pairs, ["cs-en"])
-    assert one[4][1] == pytest.approx(me.kendall_tau_pairs(b, w), abs=1e-12)
+    assert one[4][1] == pytest.approx(corr.kendall_tau_pairs(b, w), abs=1e-12)
 
 
 def test_paired_command(close_pair, tmp_path, capsys):

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import kbest_bleu as kb
-from kbest_bleu.io import Columns, score_table
+from kbest_bleu.batch import Columns, score_table
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ COLS = Columns(segment=("lp", "segment_id"))
 
 
 def test_spark_scores_equal_the_single_machine_job_row_for_row(spark, pooled):
-    from kbest_bleu.spark import score_dataframe
+    from kbest_bleu.batch.spark import score_dataframe
     path, t = pooled
     sizes = np.unique([f"{a}{b}" for a, b in zip(t["lp"].to_pylist(), t["segment_id"].to_pylist())],
                       return_counts=True)[1]
@@ -66,7 +66,7 @@ def test_spark_scores_equal_the_single_machine_job_row_for_row(spark, pooled):
 
 
 def test_segment_summary_matches_kbest_bleu(spark, pooled):
-    from kbest_bleu.spark import segment_summary
+    from kbest_bleu.batch.spark import segment_summary
     path, t = pooled
     summary = segment_summary(spark.read.parquet(str(path)), columns=COLS).toArrow()
     summary = summary.take(pc.sort_indices(summary, [("lp", "ascending"), ("segment_id", "ascending")]))
@@ -84,7 +84,7 @@ def test_segment_summary_matches_kbest_bleu(spark, pooled):
 
 def test_cli_engine_spark_writes_a_dataset_atomically(spark, pooled, tmp_path):
     from kbest_bleu.cli import main
-    from kbest_bleu.spark import score_parquet_spark
+    from kbest_bleu.batch.spark import score_parquet_spark
     path, t = pooled
     out = tmp_path / "out"
     assert score_parquet_spark(str(path), str(out), columns=COLS, spark=spark) == t.num_rows

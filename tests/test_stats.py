@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kbest_bleu as kb
-from kbest_bleu import kernels
+from kbest_bleu import _counting as kernels
 from kbest_bleu.encode import encode
 from kbest_bleu.tokenize import BYTE_CLASS, WIDE_SPACE, string_buffers
 from reference import stats as ref_stats
@@ -45,6 +45,7 @@ def _assert_equals_reference(got, segments, max_order, policy):
             row += 1
 
 
+@pytest.mark.jit_free
 @given(st.lists(segment, min_size=1, max_size=6), st.integers(1, 8),
        st.sampled_from(["closest", "shortest", "average"]), st.sampled_from(SEPARATORS))
 def test_kernel_equals_counter_reference(segments, max_order, policy, sep):
@@ -57,6 +58,7 @@ def test_kernel_equals_counter_reference(segments, max_order, policy, sep):
     _assert_equals_reference(tokens, segments, max_order, policy)
 
 
+@pytest.mark.jit_free
 @given(st.lists(segment, min_size=1, max_size=8), st.integers(1, 4), st.integers(0, 3))
 def test_thread_runs_and_sliced_inputs_do_not_change_statistics(segments, n_threads, skip):
     """Segments cut into 1-4 runs of about equal tokens (more runs than threads included), and
@@ -95,6 +97,7 @@ def test_many_short_references():
     assert got.matches[0].tolist() == ref_stats(list("abcdefghij"), [[x] for x in refs], 5)[0]
 
 
+@pytest.mark.jit_free
 @given(st.lists(segment, min_size=1, max_size=5), st.randoms())
 def test_invariants(segments, rnd):
     hyps, refs, seg = _flatten(segments)
@@ -167,6 +170,7 @@ def test_bleustats_operations():
         kb.BleuStats.concat([s, kb.ngram_stats(["a"], [["a"]], max_order=2)])
 
 
+@pytest.mark.jit_free
 def test_no_hash_collision_can_merge_ngrams():
     """Many distinct tokens in one segment: table probing is exercised; counts stay exact."""
     rng = np.random.default_rng(0)

@@ -62,6 +62,7 @@ def test_dense_rule_interactions_equal_sacrebleu(name, texts):
     _check(texts, name, False)
 
 
+@pytest.mark.jit_free
 @given(segments=st.lists(st.tuples(st.lists(dense, min_size=1, max_size=4), st.lists(dense, max_size=3)),
                          min_size=1, max_size=4),
        name=st.sampled_from(["13a", "zh", "none"]))
@@ -104,6 +105,14 @@ def all_real_texts(shared_data):
     return texts
 
 
+@pytest.mark.parametrize("name, lc", CONFIGS)
+def test_sampled_real_sentences_equal_sacrebleu(all_real_texts, name, lc):
+    """A seeded sample of 5,000 real sentences per tokenizer (the exhaustive sweep below runs in CI)."""
+    rng = np.random.default_rng(sum(map(ord, name)) + lc)
+    _check([all_real_texts[i] for i in rng.choice(len(all_real_texts), 5000, replace=False)], name, lc)
+
+
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("name, lc", CONFIGS)
 def test_every_real_sentence_equals_sacrebleu(all_real_texts, name, lc):
     chunks = np.array_split(np.arange(len(all_real_texts)), 8)

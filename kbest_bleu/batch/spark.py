@@ -3,7 +3,7 @@
 Per-row scores: the rows get their input position (``monotonically_increasing_id``), are
 repartitioned by segment and sorted within partitions, so a segment's rows are contiguous in one
 partition; ``mapInArrow`` then streams each partition's record batches through
-:func:`kbest_bleu.io.score_batches`, which regroups segments cut by Spark's
+:func:`kbest_bleu.batch.stream.score_batches`, which regroups segments cut by Spark's
 ``maxRecordsPerBatch`` exactly as on one machine. Segment-level outputs (oracle, 1-best, summed
 statistics) use ``groupBy(segment).applyInArrow``. Requires ``pip install 'kbest-bleu[spark]'``.
 """
@@ -19,11 +19,14 @@ from typing import Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .bleu import sentence_scores, stats_order
-from .config import BleuConfig
-from .errors import InputError
-from .io import Columns, output_schema, score_batches, score_columns
-from .stats import ngram_stats, segment_argmax
+from ..bleu import sentence_scores
+from ..config import BleuConfig
+from ..errors import InputError
+from .references import Columns
+from .stream import output_schema, score_batches, score_columns
+from ..stats import ngram_stats, segment_argmax
+
+__all__ = ["score_dataframe", "score_parquet_spark", "segment_summary"]
 
 ROW = "__kbest_row"
 
@@ -38,10 +41,10 @@ def _require_pyspark():
 
 
 def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = Columns(), stats: bool = False,
-                    smoothings: Sequence = ()):
+                    smoothings: Sequence = (), metrics: Sequence = ()):
     """A Spark DataFrame with every input column plus ``bleu`` (plus ``bleu_s<n>`` per extra
     smoothing, and statistics with ``stats``), rows in input order. Same kernels and same output
-    schema as :func:`kbest_bleu.io.score_parquet`."""
+    schema as :func:`kbest_bleu.batch.parquet.score_parquet`."""
     from pyspark.sql import functions as F
     from_arrow_schema = _require_pyspark()
     cfg = config or BleuConfig()
@@ -51,10 +54,10 @@ def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = 
     tagged = df.withColumn(ROW, F.monotonically_increasing_id())
     grouped = tagged.repartition(*columns.segment).sortWithinPartitions(*columns.segment, ROW)
     arrow_in = _arrow_schema(tagged.schema)
-    out_schema = output_schema(arrow_in, cfg, stats, smoothings)
+    out_schema = output_schema(arrow_in, cfg, stats, smoothings, metrics)
 
     def score_partition(batches):
-        yield from score_batches(batches, cfg, columns=columns, stats=stats, smoothings=smoothings,
+        yield from score_batches(batches, cfg, columns=columns, stats=stats, smoothings=smoothings, metrics=metrics,
                                  source="spark partition")
 
     scored = grouped.mapInArrow(score_partition, from_arrow_schema(out_schema))
@@ -81,8 +84,7 @@ def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = 
         table = table.sort_by(ROW)
         ptr = np.array([0, table.num_rows], np.int64)
         st = ngram_stats(table[columns.hypothesis], table[columns.references], np.zeros(table.num_rows, np.int64),
-                         max_order=stats_order(cfg), ref_length=cfg.ref_length, tokenize=cfg.tokenize,
-                         lowercase=cfg.lowercase)
+                         cfg)
         bleu = sentence_scores(st, cfg)
         best = int(segment_argmax(bleu, ptr)[0])
         one = 0 if columns.score is None else int(segment_argmax(table[columns.score].to_numpy(), ptr)[0])
@@ -104,6 +106,7 @@ def _arrow_schema(spark_schema) -> pa.Schema:
 
 def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig] = None, *,
                         columns: Columns = Columns(), stats: bool = False, smoothings: Sequence = (),
+                        metrics: Sequence = (),
                         master: str = "local[*]", batch_rows: int = 10000, spark=None) -> int:
     """Score a parquet file or dataset directory into a parquet dataset directory with Spark.
 
@@ -125,7 +128,7 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
                  .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows)).getOrCreate())
     tmp = dst.with_name(f".{dst.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        out = score_dataframe(spark.read.parquet(str(src)), config, columns, stats, smoothings)
+        out = score_dataframe(spark.read.parquet(str(src)), config, columns, stats, smoothings, metrics)
         out.write.parquet(str(tmp))
         n = spark.read.parquet(str(tmp)).count()
         os.replace(tmp, dst)

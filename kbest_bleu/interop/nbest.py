@@ -16,10 +16,13 @@ from typing import Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .config import BleuConfig
-from .encode import run_starts
-from .errors import InputError
-from .io import Columns, ReferenceTable, read_lines, score_batches
+from ..config import BleuConfig
+from ..encode import run_starts
+from ..errors import InputError
+from ..batch.references import Columns, ReferenceTable, read_lines
+from ..batch.stream import score_batches
+
+__all__ = ["dense_features", "export_moses", "parse_features", "read_nbest", "write_nbest"]
 
 META_SEPARATOR = b"kbest_bleu.nbest_separator"
 META_FEATURES = b"kbest_bleu.feature_names"

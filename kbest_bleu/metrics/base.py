@@ -9,7 +9,6 @@ metric is a plain picklable value that Spark workers can use as it is.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
+
+__all__ = ["REGISTRY", "Metric", "load_metric"]
 
 # metric name -> "module:factory"; the factory is called as factory(**options) and returns a Metric.
 # Modules are imported lazily: a metric's optional dependency is needed only when it is used.

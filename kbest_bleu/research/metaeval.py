@@ -15,74 +15,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .bleu import corpus_score, document_score, sentence_scores, stats_order
-from .config import BleuConfig
-from .errors import InputError
-from .kernels import _kendall_tau_b
-from .stats import BleuStats, ngram_stats
+from ..bleu import corpus_score, document_score, sentence_scores
+from ..config import BleuConfig
+from ..errors import InputError
+from ..stats import BleuStats, ngram_stats
+from .correlation import kendall_tau_b, kendall_tau_pairs, pearson, spearman
 
-TAU_VARIANTS = ("seed", "wmt12")
-
-
-def kendall_tau_pairs(better: np.ndarray, worse: np.ndarray, variant: str = "seed") -> float:
-    """Segment-level Kendall tau from human pairwise preferences (human ties already removed).
-
-    ``better[i]``, ``worse[i]``: metric scores of the hypothesis humans preferred and of the other
-    one, float[P]. Concordant: better > worse; discordant: better < worse. Metric ties count half
-    concordant, half discordant in the seed paper (Chen & Cherry 2014, section 4; WMT13-14), and
-    as discordant in the WMT12 official variant. tau = (C - D) / (C + D).
-    """
-    if variant not in TAU_VARIANTS:
-        raise InputError(f"variant: expected one of {', '.join(TAU_VARIANTS)}, found {variant!r}")
-    better, worse = np.asarray(better, float), np.asarray(worse, float)
-    if better.shape != worse.shape or better.size == 0:
-        raise InputError(f"kendall_tau_pairs: expected two equally long non-empty arrays, found {better.shape}, {worse.shape}")
-    conc = float((better > worse).sum())
-    disc = float((better < worse).sum())
-    ties = better.size - conc - disc
-    if variant == "seed":
-        conc, disc = conc + ties / 2, disc + ties / 2
-    else:
-        disc += ties
-    return (conc - disc) / (conc + disc)
-
-
-def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's tau-b (ties in either variable adjusted), O(n log n); NaN when undefined."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    if x.shape != y.shape or x.ndim != 1:
-        raise InputError(f"kendall_tau_b: expected two 1-d arrays of equal length, found {x.shape}, {y.shape}")
-    if np.isnan(x).any() or np.isnan(y).any():
-        raise InputError("kendall_tau_b: NaN in the input; drop unrated items first")
-    if x.size < 2:
-        return float("nan")
-    order = np.lexsort((y, x))
-    return float(_kendall_tau_b(x[order], y[order]))
-
-
-def rankdata(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n, ties get their average rank (as scipy.stats.rankdata 'average')."""
-    x = np.asarray(x, np.float64)
-    order = np.argsort(x, kind="stable")
-    xs = x[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(xs)) + 1]
-    ends = np.r_[starts[1:], len(x)]
-    avg = (starts + ends + 1) / 2.0  # mean of 1-based ranks starts+1 .. ends
-    ranks = np.empty(len(x))
-    ranks[order] = np.repeat(avg, ends - starts)
-    return ranks
-
-
-def pearson(x: np.ndarray, y: np.ndarray) -> float:
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    xc, yc = x - x.mean(), y - y.mean()
-    den = np.sqrt((xc * xc).sum() * (yc * yc).sum())
-    return float((xc * yc).sum() / den) if den > 0 else float("nan")
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    return pearson(rankdata(x), rankdata(y))
-
+__all__ = ["SMOOTHING_ROWS", "Scored", "human_system_scores", "mqm_table", "score_systems", "system_scores",
+           "wmt12_table"]
 
 def _lookup(keys: pa.Table, query: pa.Table, names: Sequence[str], what: str) -> np.ndarray:
     """Row index in ``keys`` of each row of ``query`` (equal on ``names``); every row must exist."""
@@ -113,8 +53,7 @@ def score_systems(table: pa.Table, config: BleuConfig) -> Scored:
     t = table.take(pc.sort_indices(table, [("lp", "ascending"), ("segment_id", "ascending"), ("system", "ascending")]))
     seg = pc.add(pc.multiply(pc.dictionary_encode(t["lp"]).combine_chunks().indices.cast(pa.int64()), 10_000_000),
                  t["segment_id"])
-    stats = ngram_stats(t["hypothesis"], t["references"], seg, max_order=stats_order(config),
-                        ref_length=config.ref_length, tokenize=config.tokenize, lowercase=config.lowercase)
+    stats = ngram_stats(t["hypothesis"], t["references"], seg, config)
     return Scored(t, stats)
 
 

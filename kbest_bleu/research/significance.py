@@ -15,10 +15,13 @@ from typing import Optional
 
 import numpy as np
 
-from .bleu import score_rows
-from .config import BleuConfig
-from .errors import InputError
-from .stats import BleuStats
+from ..bleu import score_rows
+from ..config import BleuConfig
+from ..errors import InputError
+from ..stats import BleuStats
+
+__all__ = ["DEFAULT_SEED", "PairedResult", "approximate_randomization", "bootstrap_ci", "estimate_ci",
+           "paired_bootstrap"]
 
 DEFAULT_SEED = 12345  # sacrebleu's SACREBLEU_SEED default
 

@@ -2,7 +2,7 @@
 
 The K x K sentence-BLEU matrix of a segment takes each hypothesis in turn as the single
 (pseudo-)reference of all the others; one numba kernel computes every pair's statistics
-(:func:`kbest_bleu.kernels._pair_stats`), the smoothing is the usual vectorized scoring. Work is
+(:func:`kbest_bleu._counting._pair_stats`), the smoothing is the usual vectorized scoring. Work is
 done in chunks of whole segments so memory stays bounded for K = 1,000.
 """
 
@@ -13,12 +13,14 @@ from typing import Any, Optional
 import numba
 import numpy as np
 
-from .bleu import sentence_scores, stats_order
-from .config import BleuConfig
-from .encode import hypotheses_array, segment_pointers
-from .kernels import _pair_stats
-from .stats import BleuStats
-from .tokenize import prepare, split_ids
+from ..bleu import sentence_scores
+from ..config import BleuConfig
+from ..encode import hypotheses_array, segment_pointers
+from .._counting import _pair_stats
+from ..stats import BleuStats, counting_args
+from ..tokenize import prepare, split_ids
+
+__all__ = ["mbr_matrix", "mbr_select"]
 
 MAX_PAIRS_PER_CHUNK = 4_000_000
 
@@ -29,7 +31,7 @@ def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig) -> tuple[np.ndarray, 
     ids, ptr, _ = split_ids(*prepare(hyps, cfg.tokenize, cfg.lowercase))
     sizes = np.diff(seg_ptr)
     out_ptr = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
-    m, t, c, r = _pair_stats(ids, ptr, seg_ptr.astype(np.int64), out_ptr, stats_order(cfg) + 1,
+    m, t, c, r = _pair_stats(ids, ptr, seg_ptr.astype(np.int64), out_ptr, counting_args(cfg)[0],
                              numba.get_num_threads())
     return sentence_scores(BleuStats(m, t, c, r), cfg), out_ptr
 
@@ -37,7 +39,7 @@ def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig) -> tuple[np.ndarray, 
 def mbr_matrix(hypotheses: Any, config: Optional[BleuConfig] = None, **options: Any) -> np.ndarray:
     """float64[K, K]: entry [i, j] is the sentence BLEU of hypothesis i with hypothesis j as its
     only reference (one segment's list)."""
-    cfg = BleuConfig.make(config, **options) if (options or config is None) else config
+    cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
     k = len(hyps)
     bleu, _ = _pair_bleu(hyps, np.array([0, k], np.int64), cfg)
@@ -52,7 +54,7 @@ def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np
 
     Returns (rows int64[S], expected utility float64[H]).
     """
-    cfg = BleuConfig.make(config, **options) if (options or config is None) else config
+    cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
     seg_ptr = segment_pointers(segments, len(hyps))
     sizes = np.diff(seg_ptr)

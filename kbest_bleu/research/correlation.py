@@ -1,0 +1,145 @@
+"""Correlation statistics for metric meta-evaluation: Kendall tau over human pairwise preferences
+(the seed paper's and WMT12's variants), Kendall tau-b (O(n log n), numba merge sort), Pearson,
+Spearman. Pure functions over float64 arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..errors import InputError
+
+__all__ = ["TAU_VARIANTS", "kendall_tau_b", "kendall_tau_pairs", "pearson", "rankdata", "spearman"]
+
+TAU_VARIANTS = ("seed", "wmt12")
+
+
+def kendall_tau_pairs(better: np.ndarray, worse: np.ndarray, variant: str = "seed") -> float:
+    """Segment-level Kendall tau from human pairwise preferences (human ties already removed).
+
+    ``better[i]``, ``worse[i]``: metric scores of the hypothesis humans preferred and of the other
+    one, float[P]. Concordant: better > worse; discordant: better < worse. Metric ties count half
+    concordant, half discordant in the seed paper (Chen & Cherry 2014, section 4; WMT13-14), and
+    as discordant in the WMT12 official variant. tau = (C - D) / (C + D).
+    """
+    if variant not in TAU_VARIANTS:
+        raise InputError(f"variant: expected one of {', '.join(TAU_VARIANTS)}, found {variant!r}")
+    better, worse = np.asarray(better, float), np.asarray(worse, float)
+    if better.shape != worse.shape or better.size == 0:
+        raise InputError(f"kendall_tau_pairs: expected two equally long non-empty arrays, found {better.shape}, {worse.shape}")
+    conc = float((better > worse).sum())
+    disc = float((better < worse).sum())
+    ties = better.size - conc - disc
+    if variant == "seed":
+        conc, disc = conc + ties / 2, disc + ties / 2
+    else:
+        disc += ties
+    return (conc - disc) / (conc + disc)
+
+
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b (ties in either variable adjusted), O(n log n); NaN when undefined."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise InputError(f"kendall_tau_b: expected two 1-d arrays of equal length, found {x.shape}, {y.shape}")
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise InputError("kendall_tau_b: NaN in the input; drop unrated items first")
+    if x.size < 2:
+        return float("nan")
+    order = np.lexsort((y, x))
+    return float(_kendall_tau_b(x[order], y[order]))
+
+
+def rankdata(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties get their average rank (as scipy.stats.rankdata 'average')."""
+    x = np.asarray(x, np.float64)
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(xs)) + 1]
+    ends = np.r_[starts[1:], len(x)]
+    avg = (starts + ends + 1) / 2.0  # mean of 1-based ranks starts+1 .. ends
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat(avg, ends - starts)
+    return ranks
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    xc, yc = x - x.mean(), y - y.mean()
+    den = np.sqrt((xc * xc).sum() * (yc * yc).sum())
+    return float((xc * yc).sum() / den) if den > 0 else float("nan")
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    return pearson(rankdata(x), rankdata(y))
+
+
+@njit(cache=True)
+def _tie_pairs(sorted_values):
+    """sum over runs of equal values of t(t-1)/2 (``sorted_values`` sorted)."""
+    total = 0
+    run = 1
+    for i in range(1, sorted_values.shape[0] + 1):
+        if i < sorted_values.shape[0] and sorted_values[i] == sorted_values[i - 1]:
+            run += 1
+        else:
+            total += run * (run - 1) // 2
+            run = 1
+    return total
+
+
+@njit(cache=True)
+def _merge_sort_swaps(y):
+    """Sort y (float64[n], in place) bottom-up and return the number of inversions."""
+    n = y.shape[0]
+    buf = np.empty_like(y)
+    swaps = 0
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if y[j] < y[i]:
+                    buf[k] = y[j]
+                    swaps += mid - i
+                    j += 1
+                else:
+                    buf[k] = y[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                buf[k] = y[i]
+                i += 1
+                k += 1
+            while j < hi:
+                buf[k] = y[j]
+                j += 1
+                k += 1
+        y[:] = buf
+        width *= 2
+    return swaps
+
+
+@njit(cache=True)
+def _kendall_tau_b(xs, ys):
+    """Kendall's tau-b in O(n log n) (Knight 1966) of pairs sorted by (x, y): float64[n] each,
+    no NaN. ``ys`` is sorted in place (merge sort counting the discordant pairs)."""
+    n = xs.shape[0]
+    n0 = n * (n - 1) // 2
+    n1 = _tie_pairs(xs)
+    n3 = 0  # pairs tied in both x and y
+    run = 1
+    for i in range(1, n + 1):
+        if i < n and xs[i] == xs[i - 1] and ys[i] == ys[i - 1]:
+            run += 1
+        else:
+            n3 += run * (run - 1) // 2
+            run = 1
+    swaps = _merge_sort_swaps(ys)
+    n2 = _tie_pairs(ys)
+    denom = np.sqrt(float(n0 - n1) * float(n0 - n2))
+    if denom == 0:
+        return np.nan
+    return (n0 - n1 - n2 + n3 - 2 * swaps) / denom

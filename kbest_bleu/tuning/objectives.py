@@ -1,0 +1,55 @@
+"""Per-step tuning objectives over :class:`~kbest_bleu.tuning.lists.KbestLists`, vectorized over
+segments: expected BLEU and its gradient (seed paper section 3.2), kbmira background BLEU, hope/fear."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..stats import segment_argmax
+from ._kernels import _background_bleu
+from .lists import KbestLists, moses_matrix
+
+__all__ = ["background_bleu", "expected_bleu", "hope_fear_model", "moses_matrix", "segment_softmax"]
+
+
+def segment_softmax(scores: np.ndarray, seg_ptr: np.ndarray) -> np.ndarray:
+    """Per-segment softmax of ``scores`` (log-sum-exp stable): float64[H]."""
+    starts = seg_ptr[:-1]
+    sizes = np.diff(seg_ptr)
+    z = np.exp(scores - np.repeat(np.maximum.reduceat(scores, starts), sizes))
+    return z / np.repeat(np.add.reduceat(z, starts), sizes)
+
+
+def expected_bleu(kb: KbestLists, w: np.ndarray, bleu: np.ndarray, lam: float = 10.0,
+                  segments: Optional[np.ndarray] = None) -> tuple[float, np.ndarray]:
+    """The seed paper's objective (section 3.2) and its exact gradient:
+
+    L(w) = lam ||w||^2 - sum_i len(R_i) E_P[BLEU_i],   P(h | i) = softmax_h(w . f_h),
+    dL/dw = 2 lam w - sum_i len(R_i) sum_h P(h|i) (BLEU_h - E_P[BLEU_i]) f_h.
+
+    ``bleu``: sentence BLEU of every hypothesis (any smoothing: it does not depend on w).
+    ``segments``: optional bool[S] mask, the sum runs over these segments only (minibatches).
+    """
+    w = np.asarray(w, np.float64)
+    p = segment_softmax(kb.model_scores(w), kb.seg_ptr)
+    starts, sizes = kb.seg_ptr[:-1], np.diff(kb.seg_ptr)
+    expected = np.add.reduceat(p * bleu, starts)
+    weight = kb.ref_len if segments is None else np.where(segments, kb.ref_len, 0.0)
+    loss = lam * (w @ w) - (weight * expected).sum()
+    coef = np.repeat(weight, sizes) * p * (bleu - np.repeat(expected, sizes))
+    return float(loss), 2 * lam * w - kb.features.T @ coef
+
+
+def background_bleu(kb: KbestLists, bg: np.ndarray) -> np.ndarray:
+    """Moses kbmira background BLEU of every hypothesis: BLEU(stats + bg) x reference length."""
+    return _background_bleu(moses_matrix(kb.stats), np.asarray(bg, np.float64), kb.stats.max_order)
+
+
+def hope_fear_model(kb: KbestLists, w: np.ndarray, bg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of hope (model + bgBLEU), fear (model - bgBLEU) and model 1-best per segment."""
+    score = kb.model_scores(w)
+    bleu = background_bleu(kb, bg)
+    return (segment_argmax(score + bleu, kb.seg_ptr), segment_argmax(score - bleu, kb.seg_ptr),
+            segment_argmax(score, kb.seg_ptr))
