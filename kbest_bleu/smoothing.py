@@ -162,7 +162,7 @@ def sacrebleu_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
     return np.where(m[:, :cfg.max_order].sum(1) > 0, bp * bleu, 0.0), p, bp
 
 
-def nltk_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
+def nltk_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the presets share one signature)
     """NLTK 3.10.4 ``sentence_bleu`` with ``SmoothingFunction().method0-7``, bug for bug.
 
     p_n = m_n / max(1, l_n); orders with p_n <= 0 after smoothing are skipped without
@@ -208,7 +208,7 @@ def nltk_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
     return np.where(scored, bp * bleu, 0.0), p, bp
 
 
-def mteval_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
+def mteval_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the presets share one signature)
     """mteval-v13a.pl ``bleu_score`` (smoothing 3) and ``--no-smoothing`` (smoothing 0).
 
     Orders without hypothesis n-grams contribute log 1 = 0 but still count in the divisor N;
@@ -224,7 +224,7 @@ def mteval_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
     return bp * bleu, p, bp
 
 
-def moses_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
+def moses_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the presets share one signature)
     """Moses ``mert/BleuScorer.cpp`` ``smoothedSentenceBleu`` ("BLEU+1").
 
     p_n = (m_n + s) / (l_n + s) for every order including unigrams; with ``smooth_bp`` the

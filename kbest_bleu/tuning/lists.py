@@ -93,10 +93,10 @@ class KbestLists:
         keys = _joined_tokens(hyps, cfg)
         seg = table[segment].combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
         model = table[score].to_numpy().astype(np.float64) if score else None
-        return cls._build(seg, hyps, table[references].combine_chunks(), values, names, keys, model, cfg)
+        return cls._build(seg, table[references].combine_chunks(), values, names, keys, model, cfg)
 
     @classmethod
-    def _build(cls, seg, hyps, refs, values, names, keys, model, cfg) -> "KbestLists":
+    def _build(cls, seg, refs, values, names, keys, model, cfg) -> "KbestLists":
         rows = _first_per_segment(seg, keys)
         seg_sorted = seg[rows]
         starts = np.r_[0, np.flatnonzero(np.diff(seg_sorted)) + 1] if len(rows) else np.zeros(0, np.int64)
@@ -150,7 +150,7 @@ class KbestLists:
         _greedy_oracle(moses_matrix(self.stats), self.seg_ptr, choice, self.stats.max_order, max_passes)
         return choice
 
-    def merge(self, other: "KbestLists", config: Optional[BleuConfig] = None) -> "KbestLists":
+    def merge(self, other: "KbestLists") -> "KbestLists":
         """Union of two K-best containers per segment, without repeated candidates (self first).
         Statistics are recomputed only through concatenation: both must use the same options."""
         if self.feature_names != other.feature_names:
