@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 from importlib import import_module
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -153,29 +152,6 @@ def _markdown(header: Sequence[str], rows: list) -> str:
     return "\n".join(lines + ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows])
 
 
-def _cmd_metaeval(a: argparse.Namespace) -> int:
-    from .research.metaeval import mqm_table, wmt12_table
-    data = Path(a.data)
-    cfg = BleuConfig(tokenize=a.tokenize, lowercase=a.lowercase)
-    sig = re.sub(r"smooth:[^|]+", "smooth:per-row", cfg.signature())  # each row is one smoothing
-    need = ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"] if a.dataset == "wmt12" else ["wmt22_zhen_mtme.parquet"]
-    for name in need:
-        if not (data / name).exists():
-            raise InputError(f"{data / name}: not found; expected the shared data directory (--data)")
-    if a.dataset == "wmt12":
-        seg, pairs = (pq.read_table(data / n) for n in need)
-        for title, lps in (("into English", ["cs-en", "de-en", "es-en", "fr-en"]),
-                           ("out of English", ["en-cs", "en-de", "en-es", "en-fr"])):
-            print(f"\nWMT12 newstest2012, {title} ({', '.join(lps)}; mean over pairs), {sig}\n")
-            print(_markdown(["BLEU", "seg tau", "sys Pearson", "sys Spearman"],
-                            wmt12_table(seg, pairs, lps, cfg, a.tau_variant)))
-    else:
-        print(f"\nWMT22 zh-en, MQM, {sig}\n")
-        print(_markdown(["BLEU", "seg tau-b", "seg Pearson", "sys Pearson", "sys Spearman"],
-                        mqm_table(pq.read_table(data / need[0]), cfg)))
-    return 0
-
-
 def _cmd_paired(a: argparse.Namespace) -> int:
     from .research.significance import approximate_randomization, paired_bootstrap
     cfg = _config(a)
@@ -302,15 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     _scoring_options(p)
     p.set_defaults(func=_cmd_tune)
 
-    p = sub.add_parser("metaeval", help="correlation with human judgments: the seed paper's tables")
-    p.add_argument("dataset", choices=["wmt12", "mqm"], help="wmt12: Tables 2/3 layout; mqm: WMT22 zh-en MQM")
-    p.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data"),
-                   help="directory with the shared parquet files")
-    p.add_argument("--tau-variant", choices=["seed", "wmt12"], default="seed",
-                   help="metric ties: half concordant (seed paper) or discordant (WMT12 official)")
-    p.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="13a")
-    p.add_argument("-lc", "--lowercase", action="store_true")
-    p.set_defaults(func=_cmd_metaeval)
+    from .research.cli import add_commands as add_metaeval
+    add_metaeval(sub)  # metaeval and its recipes
 
     p = sub.add_parser("paired", help="paired significance test of systems against a baseline (text files)")
     p.add_argument("baseline")
