@@ -12,6 +12,8 @@ lemma/POS columns". Rows, hypotheses per second, medians of --repeats runs after
 - paraphrase, ours: tokens, lemma/POS ids, the numba kernel, the new reference strings;
 - paraphrase, Python: the same procedure with sets and dicts per row (seeded subset, extrapolated);
 - Parmesan, ours: paraphrase + Meteor exact (meteor_rows on the paraphrased references);
+- Parmesan end to end: read a parquet file with the lemma/POS columns, the metric's
+  score_segments (as ``kbest-bleu score --metric parmesan --analyzer columns``), write parquet;
 - Meteor exact alone on the original references, for the share of each step.
 """
 
@@ -20,19 +22,21 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).parent))
 import workloads  # noqa: E402
 
 from kbest_bleu.encode import segment_pointers, segment_references  # noqa: E402
 from kbest_bleu.metrics.meteor import meteor_params, meteor_segments  # noqa: E402
-from kbest_bleu.metrics.parmesan import load_table, paraphrase_segments, parmesan_segments  # noqa: E402
+from kbest_bleu.metrics.parmesan import from_options, load_table, paraphrase_segments, parmesan_segments  # noqa: E402
 from kbest_bleu.metrics.parmesan.metaeval import english_table  # noqa: E402
 from kbest_bleu.metrics.parmesan.table import read_table  # noqa: E402
 from kbest_bleu.tokenize import tokenize  # noqa: E402
@@ -66,6 +70,32 @@ def python_paraphrase(hyp, ref, by_ref):
                         break
         out.append(new)
     return " ".join(out)
+
+
+def _write_input(table: pa.Table, ptr: np.ndarray, cols, path: Path) -> None:
+    """The workload with lemma/POS columns: per row for hypotheses, and per row one
+    space-separated string per reference (repeated over the segment's rows, as a table has them)."""
+    hl, hp, rl, rp = cols
+    owner = pa.array(np.repeat(np.arange(len(ptr) - 1), np.diff(ptr)))
+
+    def per_ref(col):
+        joined = pc.binary_join(col, " ")
+        return pa.ListArray.from_arrays(pa.array(np.arange(len(joined) + 1, dtype=np.int32)), joined).take(owner)
+
+    out = table.select(["segment_id", "hypothesis", "references"])
+    for name, col in (("hyp_lemma", hl), ("hyp_pos", hp), ("ref_lemma", per_ref(rl)), ("ref_pos", per_ref(rp))):
+        out = out.append_column(name, col)
+    pq.write_table(out, path, compression="zstd")
+
+
+def _e2e(metric, src: Path, dst: Path) -> None:
+    table = pq.read_table(src)
+    ptr = segment_pointers(table["segment_id"], table.num_rows)
+    refs = segment_references(table["references"].combine_chunks(), ptr, table.num_rows)
+    arrays = metric.score_segments(table["hypothesis"].combine_chunks(), refs, ptr, table, stats=False)
+    names = [f.name for f in metric.output_fields(False)]
+    pq.write_table(table.select(["segment_id"]).append_column(names[0], arrays[0]).append_column(names[1], arrays[1]),
+                   dst, compression="zstd")
 
 
 def _median(fn, repeats: int) -> float:
@@ -104,6 +134,13 @@ def main() -> None:
     rows["paraphrase, ours"] = _median(lambda: paraphrase_segments(hyps, refs, ptr, compiled, **cols), a.repeats)
     rows["Parmesan (paraphrase + Meteor exact), ours"] = _median(
         lambda: parmesan_segments(hyps, refs, ptr, compiled, params, **cols), a.repeats)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in.parquet", Path(tmp) / "out.parquet"
+        _write_input(table, ptr, (hl, hp, rl, rp), src)
+        metric = from_options(paraphrases=path, analyzer="columns", hyp_lemma_col="hyp_lemma", hyp_pos_col="hyp_pos",
+                              ref_lemma_col="ref_lemma", ref_pos_col="ref_pos")
+        rows["Parmesan end to end from parquet (read, score, write), ours"] = _median(
+            lambda: _e2e(metric, src, dst), a.repeats)
     rows["Meteor exact alone, original references"] = _median(lambda: meteor_segments(hyps, refs, ptr, params),
                                                               a.repeats)
     # the straightforward Python paraphraser on a seeded subset of whole segments, checked equal
