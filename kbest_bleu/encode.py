@@ -21,8 +21,9 @@ from .tokenize import lowercase as lowercase_column
 from .tokenize import prepare, split_ids, string_buffers
 from .tokenize import tokenize as tokenize_column
 
-__all__ = ["Encoded", "check_contiguous", "encode", "hypotheses_array", "is_token_lists", "key_labels",
-           "list_offsets", "references_array", "run_starts", "segment_pointers", "segment_references"]
+__all__ = ["Encoded", "check_contiguous", "check_segment_keys", "check_utf8", "encode", "hypotheses_array",
+           "is_token_lists", "key_labels", "list_offsets", "references_array", "run_starts", "segment_pointers",
+           "segment_references"]
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,54 @@ def _null_lists_as_strings(arr: pa.Array) -> pa.Array:
     return arr
 
 
+def _first_null(arr: pa.Array) -> int:
+    return int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+
+
 def _check_no_nulls(arr: pa.Array, what: str, row_offset: int = 0) -> None:
     if arr.null_count:
-        row = row_offset + int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-        raise InputError(f"{what}: row {row} is null; expected a string (use '' for an empty one)")
+        raise InputError(f"{what}: row {row_offset + _first_null(arr)} is null; expected a string "
+                         "(use '' for an empty one)")
+
+
+def _invalid_utf8_at(data: bytes, offsets: np.ndarray) -> tuple[int, int]:
+    """(element, byte offset within it) of the first element of a string buffer that is not
+    UTF-8; (-1, -1) when every element is."""
+    for i in range(len(offsets) - 1):
+        try:
+            data[offsets[i]:offsets[i + 1]].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return i, exc.start
+    return -1, -1
+
+
+def check_utf8(arr: pa.Array, what: str, row_offset: int = 0) -> None:
+    """Raise :class:`InputError` naming the row and byte offset when a string array (or a list of
+    strings, plain or dictionary-encoded) holds bytes that are not UTF-8. Arrow's full validation
+    is cheap (a few ms per million strings); only the error path looks for the row."""
+    try:
+        arr.validate(full=True)
+        return
+    except pa.ArrowInvalid:
+        pass
+    rows = np.arange(len(arr))
+    values = arr
+    while pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        rows = rows[pc.list_parent_indices(values).to_numpy()]
+        values = pc.list_flatten(values)
+    strings = values.dictionary if pa.types.is_dictionary(values.type) else values
+    element = -1
+    if _is_text(strings.type):
+        data, offsets = string_buffers(strings)
+        element, byte = _invalid_utf8_at(data.tobytes(), offsets)
+        if strings is not values and element >= 0:  # a bad dictionary entry: the first row that uses it
+            used = np.flatnonzero(values.indices.to_numpy(zero_copy_only=False) == element)
+            element = int(used[0]) if used.size else -1
+    if element < 0:
+        raise InputError(f"{what}: the Arrow data is invalid; expected a well-formed Arrow/parquet column")
+    raise InputError(f"{what}: row {row_offset + int(rows[element])} is not valid UTF-8 (byte offset {byte} in the "
+                     "string); expected UTF-8 text; re-encode the data as UTF-8 (or store the column as binary "
+                     "if it is not text)")
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -109,6 +154,7 @@ def hypotheses_array(hypotheses: Any, row_offset: int = 0) -> pa.Array:
     _check_no_nulls(arr, "hypotheses", row_offset)
     if is_token_lists(arr.type):
         _check_no_nulls(pc.list_flatten(arr), "hypothesis tokens")
+    check_utf8(arr, "hypotheses", row_offset)
     return arr
 
 
@@ -138,7 +184,30 @@ def references_array(references: Any, row_offset: int = 0) -> pa.Array:
         entry = row_offset + int(pc.list_parent_indices(arr).to_numpy()[
             np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0]])
         raise InputError(f"references: entry {entry} holds a null reference; expected strings")
+    check_utf8(arr, "references", row_offset)
     return arr
+
+
+def check_segment_keys(keys: Sequence[pa.Array], names: Sequence[str] = (), row_offset: int = 0) -> None:
+    """Raise :class:`InputError` unless every segment key column is a scalar type without nulls
+    (pandas' NaT arrives as null) or NaN: NaN equals nothing, so each NaN row would silently
+    become a segment of its own. ``names``: the columns, for messages."""
+    for i, k in enumerate(keys):
+        name = f"segment column {names[i]!r}" if i < len(names) else "segment ids"
+        t = k.type
+        if pa.types.is_nested(t) or pa.types.is_dictionary(t) and pa.types.is_nested(t.value_type):
+            raise InputError(f"{name}: expected scalar segment ids (integers or strings), found Arrow type {t}; "
+                             "choose the segment columns with --seg-col (several scalar columns may be combined: "
+                             "--seg-col a,b)")
+        if k.null_count:
+            raise InputError(f"{name}: row {row_offset + _first_null(k)} is null (None, NaN from pandas or NaT); "
+                             "expected a segment id on every row; fill or drop those rows")
+        if pa.types.is_floating(t):
+            nan = pc.is_nan(k).to_numpy(zero_copy_only=False)
+            if nan.any():
+                raise InputError(f"{name}: row {row_offset + int(np.flatnonzero(nan)[0])} is NaN; expected a "
+                                 "segment id on every row (NaN equals nothing, so it cannot name a segment); fill "
+                                 "or drop those rows")
 
 
 def run_starts(keys: Sequence[pa.Array]) -> np.ndarray:
@@ -147,6 +216,7 @@ def run_starts(keys: Sequence[pa.Array]) -> np.ndarray:
     ``keys``: one or more equally long Arrow arrays; a run is a maximal block of consecutive
     rows equal in every key column.
     """
+    check_segment_keys(keys)
     n = len(keys[0])
     if n == 0:
         return np.zeros(0, np.int64)
