@@ -215,3 +215,30 @@ def test_table_sources_select_lines(tmp_path):
     assert paraphrase("b c", "a", load_table(tmp_path / "t.tsv"))[0] == "b"  # WordNet before Meteor
     with pytest.raises(InputError, match="expected a non-empty subset of wordnet, meteor; found"):
         load_table(tmp_path / "t.tsv", sources=["both"])
+
+
+def test_tagger_output_reaches_every_copy_of_a_sentence(monkeypatch):
+    """Taggers see each distinct sentence once; every sentence, repeated or not, gets its own
+    tokens' analyses back in order (a fake tagger: lemma = reversed word, POS = its length)."""
+    from kbest_bleu.metrics.parmesan import analyze as an
+    seen = []
+
+    def fake(sentences, analyzer):
+        seen.extend(" ".join(s) for s in sentences)
+        return [w[::-1] for s in sentences for w in s], [str(len(w)) for s in sentences for w in s]
+
+    monkeypatch.setattr(an, "_tag_sentences", fake)
+    sents = ["ab c", "", "ab c", "dd eee f", "ab c", "x"]
+    tokens = pa.array([w for s in sents for w in s.split()])
+    ptr = np.cumsum([0] + [len(s.split()) for s in sents])
+    lemma, pos = an.analyze_tokens(tokens, ptr, "spacy:fake")
+    assert lemma.to_pylist() == [w[::-1] for s in sents for w in s.split()]
+    assert pos.to_pylist() == [str(len(w)) for s in sents for w in s.split()]
+    assert sorted(seen) == sorted(set(sents))
+
+
+def test_simplemma_lemmas_find_inflected_pairs(toy):
+    pytest.importorskip("simplemma")
+    new, made = paraphrase("the big car was bought by the president .",
+                           "the large automobile was purchased by the chairman .", toy, analyzer="simplemma")
+    assert made == [(1, "large", "big"), (2, "automobile", "car"), (4, "purchased", "bought"), (7, "chairman", "president")]
