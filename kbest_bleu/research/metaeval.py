@@ -22,7 +22,7 @@ from ..stats import BleuStats, ngram_stats
 from .correlation import kendall_tau_b, kendall_tau_pairs, pearson, spearman
 
 __all__ = ["SMOOTHING_ROWS", "Scored", "human_system_scores", "mqm_table", "score_systems", "system_scores",
-           "wmt12_table"]
+           "table_by_lp", "wmt12_table"]
 
 def _lookup(keys: pa.Table, query: pa.Table, names: Sequence[str], what: str) -> np.ndarray:
     """Row index in ``keys`` of each row of ``query`` (equal on ``names``); every row must exist."""
@@ -94,8 +94,17 @@ def wmt12_table(segments: pa.Table, pairs: pa.Table, lps: Sequence[str], config:
     """The seed paper's Table 2/3 layout on WMT12: rows crp and smoothing 0-7, columns segment-level
     Kendall tau (from human pairwise rankings), system-level Pearson and Spearman (system score:
     corpus BLEU for crp, Eq. 13 document BLEU of the smoothed sentence BLEU otherwise), each
-    averaged over the language pairs ``lps``. Returns [(row, seg_tau, sys_pearson, sys_spearman)].
-    """
+    averaged over the language pairs ``lps`` (Chen & Cherry 2014, section 3.1).
+    Returns [(row, seg_tau, sys_pearson, sys_spearman)]."""
+    per = table_by_lp(segments, pairs, lps, config, variant)
+    return [(row,) + tuple(float(np.mean([per[lp][i][k] for lp in lps])) for k in (1, 2, 3))
+            for i, row in enumerate(SMOOTHING_ROWS)]
+
+
+def table_by_lp(segments: pa.Table, pairs: pa.Table, lps: Sequence[str], config: Optional[BleuConfig] = None,
+                variant: str = "seed") -> dict:
+    """:func:`wmt12_table` for each language pair alone: {lp: [(row, seg_tau, sys_pearson, sys_spearman)]}.
+    The human system score is wins / (wins + losses) over ``pairs`` (:func:`human_system_scores`)."""
     cfg = config or BleuConfig(tokenize="13a")
     segments = segments.filter(pc.is_in(segments["lp"], pa.array(list(lps))))
     pairs = pairs.filter(pc.is_in(pairs["lp"], pa.array(list(lps))))
@@ -107,19 +116,17 @@ def wmt12_table(segments: pa.Table, pairs: pa.Table, lps: Sequence[str], config:
                      names, "worse_system")
     pair_lp = pairs["lp"].to_numpy(zero_copy_only=False)
     human = human_system_scores(pairs)
-    out = []
+    out: dict = {lp: [] for lp in lps}
     for row in SMOOTHING_ROWS:
         rcfg = BleuConfig.make(cfg, smoothing=3 if row == "crp" else row)
         systems, values = system_scores(scored, rcfg, "crp" if row == "crp" else "doc")
         h = human.join(systems.append_column("metric", pa.array(values)), ["lp", "system"], join_type="inner")
-        sys_p = np.mean([pearson(*_xy(h, lp)) for lp in lps])
-        sys_s = np.mean([spearman(*_xy(h, lp)) for lp in lps])
-        seg_tau = float("nan")
-        if row != "crp":
-            sent = sentence_scores(scored.stats, rcfg)
-            seg_tau = np.mean([kendall_tau_pairs(sent[rows_b[pair_lp == lp]], sent[rows_w[pair_lp == lp]], variant)
-                               for lp in lps])
-        out.append((row, float(seg_tau), float(sys_p), float(sys_s)))
+        sent = sentence_scores(scored.stats, rcfg) if row != "crp" else None
+        for lp in lps:
+            x, y = _xy(h, lp)
+            sel = pair_lp == lp
+            tau = float("nan") if sent is None else kendall_tau_pairs(sent[rows_b[sel]], sent[rows_w[sel]], variant)
+            out[lp].append((row, float(tau), pearson(x, y), spearman(x, y)))
     return out
 
 
