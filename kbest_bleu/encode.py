@@ -53,8 +53,9 @@ def _to_arrow(values: Any, what: str) -> pa.Array:
             values = values.tolist()
         try:
             values = pa.array(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise InputError(f"{what}: could not read as strings or lists of strings ({exc})") from None
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
+            raise InputError(f"{what}: could not read as strings or lists of strings ({exc}); expected a list, "
+                             "numpy array, pandas Series or Arrow array") from None
         except UnicodeEncodeError as exc:
             raise InputError(f"{what}: a string holds {exc.object[exc.start:exc.end]!r}, which is not valid "
                              "Unicode text (a lone surrogate); decode the input properly first") from None
@@ -80,10 +81,10 @@ def _first_null(arr: pa.Array) -> int:
     return int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
 
 
-def _check_no_nulls(arr: pa.Array, what: str, row_offset: int = 0) -> None:
+def _check_no_nulls(arr: pa.Array, what: str, row_offset: int = 0,
+                    expected: str = "a string (use '' for an empty one)") -> None:
     if arr.null_count:
-        raise InputError(f"{what}: row {row_offset + _first_null(arr)} is null; expected a string "
-                         "(use '' for an empty one)")
+        raise InputError(f"{what}: row {row_offset + _first_null(arr)} is null; expected {expected}")
 
 
 def _invalid_utf8_at(data: bytes, offsets: np.ndarray) -> tuple[int, int]:
@@ -178,7 +179,8 @@ def references_array(references: Any, row_offset: int = 0) -> pa.Array:
             _is_text(arr.type.value_type) or is_token_lists(arr.type.value_type)
             or _is_dictionary_text(arr.type.value_type) or pa.types.is_null(arr.type.value_type)):
         raise InputError(f"references: expected a list of reference strings per entry, found Arrow type {arr.type}")
-    _check_no_nulls(arr, "references", row_offset)
+    _check_no_nulls(arr, "references", row_offset, "a list of reference strings (use [''] for one empty "
+                    "reference)")
     flat = pc.list_flatten(arr)
     if flat.null_count:
         entry = row_offset + int(pc.list_parent_indices(arr).to_numpy()[
@@ -242,7 +244,8 @@ def check_contiguous(labels: list, seen: set, first_row: np.ndarray, where: str 
             raise InputError(
                 f"{where}: the rows of segment {label!r} are not contiguous (they start again at row "
                 f"{int(row)} after other segments); sort the table by segment id first, keeping the "
-                "hypothesis order within each segment")
+                "hypothesis order within each segment, or, when an id repeats by design (one K-best list per "
+                "tuning iteration), name every key column (--seg-col iteration,segment_id)")
         seen.add(label)
 
 
@@ -257,7 +260,6 @@ def segment_pointers(segments: Any, n_rows: int) -> np.ndarray:
     seg = _to_arrow(segments, "segments")
     if len(seg) != n_rows:
         raise InputError(f"segments: expected one segment id per hypothesis ({n_rows}), found {len(seg)}")
-    _check_no_nulls(seg, "segments")
     starts = run_starts([seg])
     check_contiguous(key_labels([seg], starts), set(), starts)
     return np.append(starts, n_rows)

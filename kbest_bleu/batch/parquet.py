@@ -1,5 +1,5 @@
 """Parquet in, parquet out: the streaming ``kbest-bleu score`` job over :func:`~kbest_bleu.batch.stream.score_batches`,
-with the output written atomically (temporary name, renamed on success)."""
+with the output written atomically (:mod:`kbest_bleu.batch.output`)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..config import BleuConfig
+from ..encode import check_segment_keys, check_utf8
 from ..errors import InputError
 from ..metrics.base import Metric
-from .references import Columns, ReferenceTable
+from .output import atomic_output, check_output
+from .references import Columns, ReferenceTable, require_columns
 from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
 
-__all__ = ["Progress", "score_parquet"]
+__all__ = ["Progress", "check_schema", "read_parquet_table", "score_parquet"]
 
 
 class Progress:
@@ -76,75 +78,127 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     """Score a parquet K-best file into a new parquet file, streaming batch by batch; the output
     columns are those of :func:`score_batches`.
 
-    The output is written to a temporary file beside ``out_path`` and renamed only when the job
-    succeeds: a failed or interrupted job leaves no output file behind. ``out_path=None`` scores
-    without writing (the summary only). ``compression``: parquet codec (zstd, snappy, lz4, none).
+    The output goes through :func:`~kbest_bleu.batch.output.atomic_output`: a temporary file
+    beside ``out_path``, renamed only when the job succeeds (a failed or interrupted job leaves
+    the previous file, or none), a device or FIFO written directly, the input refused as output.
+    The schema is checked before any row is read (also for a file of 0 rows); each batch is
+    checked for NaN segment ids and invalid UTF-8 (file, row, byte offset). ``out_path=None``
+    scores without writing (the summary only). ``compression``: parquet codec (zstd, snappy,
+    lz4, none).
     """
     cfg = config or BleuConfig()
     src = Path(in_path)
-    if batch_size < 1:
-        raise InputError(f"batch size: expected a positive number of rows, found {batch_size}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"batch size: expected a positive number of rows, found {batch_size!r}")
     if compression not in COMPRESSIONS:
         raise InputError(f"compression: expected one of {', '.join(COMPRESSIONS)}, found {compression!r}")
     score_columns(cfg, smoothings)  # bad options fail before any file is opened
-    if out_path is None:
-        dst, tmp, sink = None, None, open(os.devnull, "wb")
-    else:
-        dst = Path(out_path)
-        if dst.exists() and src.exists() and os.path.samefile(src, dst):
-            raise InputError(f"{dst}: the output path is the input file; write the scores to a new file")
-        tmp = dst.with_name(f".{dst.name}.tmp-{os.getpid()}")
+    if out_path is not None:
+        check_output(out_path, [src])  # before the job runs, not after
     pf, declared = _open_parquet(src, columns.references if references is None else None)
-    if dst is not None:
-        try:
-            sink = open(tmp, "wb")
-        except OSError as exc:
-            raise InputError(f"{dst}: cannot write the output here ({exc.strerror}); choose a writable path") from None
+    check_schema(declared, columns, references is None, str(src), metrics)
     tally = Tally(cfg)
-    progress = Progress(pf.metadata.num_rows, quiet)
     t0 = time.perf_counter()
-    ok = False
+    if out_path is None:
+        with open(os.devnull, "wb") as sink:
+            _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics, batch_size,
+                          quiet, compression, on_batch, tally, src)
+    else:
+        with atomic_output(out_path, [src]) as tmp, open(tmp, "wb") as sink:
+            _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics, batch_size,
+                          quiet, compression, on_batch, tally, src)
+    return tally.summary(time.perf_counter() - t0)
+
+
+def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuConfig, columns: Columns,
+                  references: Optional[ReferenceTable], stats: bool, smoothings: Sequence, metrics: Sequence[Metric],
+                  batch_size: int, quiet: bool, compression: str, on_batch: Optional[Callable[[int], None]],
+                  tally: Tally, src: Path) -> None:
+    """The streaming loop of :func:`score_parquet`: read, score and write each batch."""
+    progress = Progress(pf.metadata.num_rows, quiet)
+    writer = None
+    # Dictionary-read references can be written as they are when parquet's own types
+    # give the declared schema back without a stored Arrow schema (no decoding, and no
+    # re-encoding by the writer); otherwise they are cast back to the declared type.
+    out_schema = output_schema(declared, cfg, stats, smoothings, metrics)
+    direct = pf.schema_arrow != declared and _parquet_types_suffice(out_schema)
     try:
-        with sink:
-            writer = None
-            # Dictionary-read references can be written as they are when parquet's own types
-            # give the declared schema back without a stored Arrow schema (no decoding, and no
-            # re-encoding by the writer); otherwise they are cast back to the declared type.
-            out_schema = output_schema(declared, cfg, stats, smoothings, metrics)
-            direct = pf.schema_arrow != declared and _parquet_types_suffice(out_schema)
-            try:
-                batches = _read_batches(pf, batch_size)
-                # Arrow encodes a batch on one thread: writing batch i on a background thread
-                # while batch i+1 is read and scored keeps both cores busy. At most one batch
-                # waits; a write error surfaces at the next batch or at the end.
-                with ThreadPoolExecutor(1) as background:
-                    written = None
-                    for out in score_batches(_guard_reads(batches, src), cfg, columns=columns,
-                                             references=references, stats=stats, smoothings=smoothings, metrics=metrics, tally=tally,
-                                             source=str(src), schema=None if direct else declared):
-                        if writer is None:
-                            writer = _writer(sink, out.schema, compression, store_schema=not direct)
-                        if written is not None:
-                            written.result()
-                        written = background.submit(writer.write_batch, out)
-                        progress.update(out.num_rows)
-                        if on_batch:
-                            on_batch(out.num_rows)
-                    if written is not None:
-                        written.result()
-                if writer is None:  # empty input: an empty table with the output schema
-                    writer = _writer(sink, out_schema, compression)
-            finally:
-                if writer is not None:
-                    writer.close()
-        if dst is not None:
-            os.replace(tmp, dst)
-        ok = True
+        batches = _checked(_guard_reads(_read_batches(pf, batch_size), src), columns, src)
+        # Arrow encodes a batch on one thread: writing batch i on a background thread
+        # while batch i+1 is read and scored keeps both cores busy. At most one batch
+        # waits; a write error surfaces at the next batch or at the end.
+        with ThreadPoolExecutor(1) as background:
+            written = None
+            for out in score_batches(batches, cfg, columns=columns, references=references, stats=stats,
+                                     smoothings=smoothings, metrics=metrics, tally=tally, source=str(src),
+                                     schema=None if direct else declared):
+                if writer is None:
+                    writer = _writer(sink, out.schema, compression, store_schema=not direct)
+                if written is not None:
+                    written.result()
+                written = background.submit(writer.write_batch, out)
+                progress.update(out.num_rows)
+                if on_batch:
+                    on_batch(out.num_rows)
+            if written is not None:
+                written.result()
+        if writer is None:  # empty input: an empty table with the output schema
+            writer = _writer(sink, out_schema, compression)
     finally:
         progress.close()
-        if not ok and tmp is not None and tmp.exists():
-            tmp.unlink()
-    return tally.summary(time.perf_counter() - t0)
+        if writer is not None:
+            writer.close()
+
+
+def check_schema(schema: pa.Schema, columns: Columns, with_references: bool, source: str,
+                 metrics: Sequence[Metric] = ()) -> None:
+    """Raise :class:`InputError` unless the input schema has the job's columns with usable types:
+    checked from the schema alone, so a file of 0 rows is held to the same rules."""
+    names = [columns.hypothesis, *columns.segment] + ([columns.score] if columns.score else [])
+    names += [c for m in metrics for c in m.input_columns()]
+    require_columns(schema, names + ([columns.references] if with_references else []), source, columns.references)
+    hyp = schema.field(columns.hypothesis).type
+    if not (pa.types.is_string(hyp) or pa.types.is_large_string(hyp)):
+        raise InputError(f"{source}: column {columns.hypothesis!r} has Arrow type {hyp}; expected string (choose "
+                         "the hypothesis column with --hyp-col)")
+    for name in columns.segment:
+        t = schema.field(name).type
+        if pa.types.is_nested(t) or not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+                                         or pa.types.is_floating(t) or pa.types.is_temporal(t)
+                                         or pa.types.is_dictionary(t) or pa.types.is_boolean(t)):
+            raise InputError(f"{source}: segment column {name!r} has Arrow type {t}; expected scalar ids (integers "
+                             "or strings); choose the columns with --seg-col (several combine: --seg-col a,b)")
+    if columns.score:
+        t = schema.field(columns.score).type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+            raise InputError(f"{source}: score column {columns.score!r} has Arrow type {t}; expected numbers (the "
+                             "decoder's model score); choose a numeric column with --score-col")
+    if with_references:
+        t = schema.field(columns.references).type
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_string(t)
+                or pa.types.is_large_string(t)):
+            raise InputError(f"{source}: column {columns.references!r} has Arrow type {t}; expected a list of "
+                             "reference strings per row (choose it with --ref-col, or give the references "
+                             "apart with --ref-table/--ref-file)")
+
+
+def _checked(batches: Iterator[pa.RecordBatch], columns: Columns, path: Path) -> Iterator[pa.RecordBatch]:
+    """Each batch validated (Arrow's full validation: UTF-8 of every string column, a few ms per
+    million strings) and its segment ids checked for nulls and NaN, with rows counted in the file."""
+    row0 = 0
+    for batch in batches:
+        try:
+            for name in columns.segment:
+                check_segment_keys([batch.column(name)], [name], row0)
+            try:
+                batch.validate(full=True)
+            except pa.ArrowInvalid:
+                for name, col in zip(batch.schema.names, batch.columns):
+                    check_utf8(col, f"column {name!r}", row0)
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
+        yield batch
+        row0 += batch.num_rows
 
 
 def _read_batches(pf: pq.ParquetFile, batch_size: int) -> Iterator[pa.RecordBatch]:
@@ -215,3 +269,15 @@ def _guard_reads(batches: Iterator[pa.RecordBatch], path: Path) -> Iterator[pa.R
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: the parquet file could not be read to the end ({exc}); it may be truncated "
                          "or corrupt") from None
+
+
+def read_parquet_table(path: "str | os.PathLike", option: str = "input") -> pa.Table:
+    """A whole parquet file as a table, for the commands that need all of it (convert,
+    export-moses, tune); a missing, non-parquet or truncated file raises :class:`InputError`
+    naming the file and ``option``."""
+    pf, _ = _open_parquet(Path(path))
+    try:
+        return pf.read()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{option} {path}: the parquet file could not be read to the end ({exc}); it may be "
+                         "truncated or corrupt; expected a complete parquet file") from None

@@ -42,19 +42,23 @@ class ReferenceTable:
         self.index = {k: i for i, k in enumerate(keys)}
         if len(self.index) != len(keys):
             raise InputError(f"{source}: a segment appears twice in the reference table; expected one row per segment")
-        self.references = references_array(references)
+        try:
+            self.references = references_array(references)
+        except InputError as exc:
+            raise InputError(f"{source}: {exc}") from None
         self.source = source
 
     @classmethod
     def from_table(cls, table: pa.Table, columns: Columns, source: str) -> "ReferenceTable":
-        require_columns(table.schema, list(columns.segment) + [columns.references], source)
+        require_columns(table.schema, list(columns.segment) + [columns.references], source, columns.references)
         keys = [table[c].combine_chunks() for c in columns.segment]
         return cls(key_labels(keys, np.arange(table.num_rows)), table[columns.references].combine_chunks(), source)
 
     @classmethod
-    def from_text_files(cls, paths: Sequence[str]) -> "ReferenceTable":
-        """One file per reference stream; line i holds the reference of segment i (0-based)."""
-        streams = [read_lines(p) for p in paths]
+    def from_text_files(cls, paths: Sequence[str], option: str = "--ref-file") -> "ReferenceTable":
+        """One file per reference stream; line i holds the reference of segment i (0-based).
+        ``option``: the command-line option that named the files, for messages."""
+        streams = [read_lines(p, option) for p in paths]
         lengths = {len(s) for s in streams}
         if len(lengths) > 1:
             found = ", ".join(f"{p}: {len(s)} lines" for p, s in zip(paths, streams))
@@ -72,9 +76,15 @@ class ReferenceTable:
         return self.references.take(pa.array(idx, pa.int64()))
 
 
-def read_lines(path: "str | os.PathLike") -> list:
-    """Lines of a UTF-8 text file (split on \\n only, as line-based MT tools do)."""
-    data = Path(path).read_bytes()
+def read_lines(path: "str | os.PathLike", option: str = "input") -> list:
+    """Lines of a UTF-8 text file (split on \\n only, as line-based MT tools do). A missing or
+    unreadable file raises :class:`InputError` naming it and ``option`` (the command-line
+    option or argument that named it)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        what = "not found" if isinstance(exc, FileNotFoundError) else f"cannot be read ({exc.strerror or exc})"
+        raise InputError(f"{option} {path}: {what}; expected a readable UTF-8 text file") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -87,8 +97,13 @@ def read_lines(path: "str | os.PathLike") -> list:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
-def require_columns(schema: pa.Schema, names: Iterable[str], source: str) -> None:
+def require_columns(schema: pa.Schema, names: Iterable[str], source: str, references: str = "references") -> None:
+    """Raise :class:`InputError` naming the first of ``names`` missing from ``schema`` and the option
+    that chooses it; ``references``: the name of the references column (which may come apart)."""
     for name in names:
         if schema.get_field_index(name) < 0:
-            raise InputError(f"{source}: column {name!r} not found; columns are {', '.join(schema.names)} "
-                             "(choose the column with the matching option, e.g. --hyp-col/--ref-col/--seg-col)")
+            hint = ("choose the column with --ref-col, or give the references apart with --ref-table (parquet) or "
+                    "--ref-file (text, line i = segment i)" if name == references else
+                    "choose the column with the matching option: --hyp-col, --seg-col, --score-col")
+            raise InputError(f"{source}: column {name!r} not found; columns are {', '.join(schema.names) or '(none)'}; "
+                             f"{hint}")

@@ -19,6 +19,7 @@ import pyarrow as pa
 from ..config import BleuConfig
 from ..encode import run_starts
 from ..errors import InputError
+from ..batch.output import atomic_output, check_output
 from ..batch.references import Columns, ReferenceTable, read_lines
 from ..batch.stream import score_batches
 
@@ -60,7 +61,8 @@ def dense_features(texts: Sequence[str]) -> tuple[list, list]:
     return list(index), [[row.get(n, 0.0) for n in index] for row in parsed]
 
 
-def read_nbest(path: "str | os.PathLike", reference_paths: Sequence[str] = ()) -> pa.Table:
+def read_nbest(path: "str | os.PathLike", reference_paths: Sequence[str] = (), option: str = "input",
+               refs_option: str = "--refs") -> pa.Table:
     """An n-best text file (plus optional reference files, line i = segment i) as a K-best table.
 
     Columns: segment_id int64, rank int64 (position within the segment), hypothesis string,
@@ -70,7 +72,7 @@ def read_nbest(path: "str | os.PathLike", reference_paths: Sequence[str] = ()) -
     of the feature names in order of first appearance (schema metadata); a feature absent from a
     line (sparse, as Joshua omits zero-valued ones) is 0.
     """
-    lines = read_lines(path)
+    lines = read_lines(path, option)
     sep = " ||| " if any(" ||| " in ln for ln in lines[:100]) else "|||"
     seg, hyp, feats, score_text, extra = [], [], [], [], []
     for no, line in enumerate(lines, 1):
@@ -89,8 +91,13 @@ def read_nbest(path: "str | os.PathLike", reference_paths: Sequence[str] = ()) -
         score_text.append(fields[3])
         extra.append(sep.join(fields[4:]) if len(fields) > 4 else None)
     seg_arr = np.array(seg, dtype=np.int64)
-    starts = np.r_[0, np.flatnonzero(np.diff(seg_arr)) + 1] if len(seg) else np.zeros(0, np.int64)
-    rank = np.arange(len(seg)) - np.repeat(starts, np.diff(np.r_[starts, len(seg)]))
+    # rank = position among the earlier lines of the same id, so that interleaved ids (lists
+    # merged line by line) still number each list 0, 1, 2, ...: a stable sort groups the ids
+    order = np.argsort(seg_arr, kind="stable")
+    sorted_ids = seg_arr[order]
+    first = np.r_[0, np.flatnonzero(np.diff(sorted_ids)) + 1] if len(seg) else np.zeros(0, np.int64)
+    rank = np.empty(len(seg), np.int64)
+    rank[order] = np.arange(len(seg)) - np.repeat(first, np.diff(np.r_[first, len(seg)]))
     names, values = dense_features(feats)
     table = pa.table({
         "segment_id": seg_arr, "rank": rank.astype(np.int64), "hypothesis": pa.array(hyp, pa.string()),
@@ -100,13 +107,16 @@ def read_nbest(path: "str | os.PathLike", reference_paths: Sequence[str] = ()) -
         "model_score_text": pa.array(score_text, pa.string()), "extra_fields": pa.array(extra, pa.string()),
     })
     if reference_paths:
-        refs = ReferenceTable.from_text_files(reference_paths)
+        refs = ReferenceTable.from_text_files(reference_paths, refs_option)
         table = table.append_column("references", refs.lookup(seg, str(path)))
     return table.replace_schema_metadata({META_SEPARATOR: sep.encode(), META_FEATURES: json.dumps(names).encode()})
 
 
-def write_nbest(table: pa.Table, path: "str | os.PathLike") -> None:
-    """Write a table from :func:`read_nbest` (or with the same columns) back as n-best text."""
+def write_nbest(table: pa.Table, path: "str | os.PathLike", inputs: Sequence["str | os.PathLike"] = (),
+                option: str = "output") -> None:
+    """Write a table from :func:`read_nbest` (or with the same columns) back as n-best text,
+    atomically (:func:`~kbest_bleu.batch.output.atomic_output`; ``inputs`` are refused as the
+    output, ``option`` names the argument in messages)."""
     meta = table.schema.metadata or {}
     sep = meta.get(META_SEPARATOR, b" ||| ").decode()
     for name in ("segment_id", "hypothesis", "features"):
@@ -118,16 +128,25 @@ def write_nbest(table: pa.Table, path: "str | os.PathLike") -> None:
     for s, h, f, sc, ex in zip(table["segment_id"].to_pylist(), table["hypothesis"].to_pylist(),
                                 table["features"].to_pylist(), score, extra):
         out.append(sep.join([str(s), h, f, str(sc)] + ([ex] if ex is not None else [])))
-    Path(path).write_text("".join(ln + "\n" for ln in out), encoding="utf-8")
+    with atomic_output(path, inputs, option) as tmp:
+        Path(tmp).write_text("".join(ln + "\n" for ln in out), encoding="utf-8")
 
 
 def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_path: Optional["str | os.PathLike"],
-                 config: Optional[BleuConfig] = None, columns: Columns = Columns()) -> int:
+                 config: Optional[BleuConfig] = None, columns: Columns = Columns(),
+                 inputs: Sequence["str | os.PathLike"] = ()) -> int:
     """Write the Moses ``extractor`` files: a SCORES_TXT block per segment with the 9 BLEU
     statistics ``m1 t1 ... m4 t4 reflen`` of each hypothesis, and the matching FEATURES_TXT block.
 
     The block's sentence index is the last segment column's value. Returns the number of segments.
+    Both files are written atomically; ``inputs`` (the table's file) are refused as outputs.
     """
+    check_output(scores_path, inputs, "--scores")
+    if features_path is not None:
+        check_output(features_path, [*inputs, scores_path], "--features")
+    if features_path is not None and table.schema.get_field_index("features") < 0:
+        raise InputError(f"--features {features_path}: the table has no 'features' column (columns are "
+                         f"{', '.join(table.schema.names)}); expected n-best input from convert, or omit --features")
     cfg = config or BleuConfig(compat="moses")
     scored = pa.Table.from_batches(list(score_batches(table.to_batches(), cfg, columns=columns, stats=True)))
     n = cfg.max_order
@@ -136,14 +155,15 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
     seg = scored[columns.segment[-1]].to_pylist()
     starts = run_starts([scored[c].combine_chunks() for c in columns.segment])
     ends = np.r_[starts[1:], scored.num_rows]
-    with open(scores_path, "w", encoding="utf-8") as out:
+    with atomic_output(scores_path, inputs, "--scores") as tmp, open(tmp, "w", encoding="utf-8") as out:
         for a, b in zip(starts, ends):
             out.write(f"SCORES_TXT_BEGIN_0 {seg[a]} {b - a} {2 * n + 1} BLEU\n")
             out.writelines(" ".join(map(str, row)) + "\n" for row in stats[a:b])
             out.write("SCORES_TXT_END_0\n")
     if features_path is not None:
         names, values = dense_features(scored["features"].to_pylist())
-        with open(features_path, "w", encoding="utf-8") as out:
+        with atomic_output(features_path, [*inputs, scores_path], "--features") as tmp, \
+                open(tmp, "w", encoding="utf-8") as out:
             for a, b in zip(starts, ends):
                 out.write(f"FEATURES_TXT_BEGIN_0 {seg[a]} {b - a} {len(names)} {' '.join(names)}\n")
                 out.writelines(" ".join(f"{v:g}" for v in vals) + "\n" for vals in values[a:b])
