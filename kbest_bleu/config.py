@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, fields, replace
 from typing import Any, Optional
 
@@ -23,6 +24,20 @@ _NAME_OF = {v: k for k, v in SMOOTHING_NAMES.items()}
 BLEU_PLUS_1 = "bleu+1"
 _ALLOWED = {"sacrebleu": set(range(8)), "nltk": set(range(8)), "mteval": {0, 3}, "moses": {BLEU_PLUS_1}}
 _DEFAULT_SMOOTHING = {"sacrebleu": 3, "nltk": 0, "mteval": 3, "moses": BLEU_PLUS_1}
+
+
+_PARAM_MAX = 1e6  # largest smoothing parameter or weight: far below any overflow of the formulas
+
+
+def _bounded(name: str, value: Any, low: float, high: float, open_low: bool) -> float:
+    """``value`` as a float in (low, high] (``open_low``) or [low, high], else InputError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{name}: expected a number, found {value!r} ({type(value).__name__}); pass a float")
+    x = float(value)
+    if not (low < x <= high if open_low else low <= x <= high):
+        bracket = "(" if open_low else "["
+        raise InputError(f"{name}: expected a finite number in {bracket}{low:g}, {high:g}], found {value!r}")
+    return x
 
 
 def allowed_smoothings(compat: str) -> list:
@@ -83,16 +98,22 @@ class BleuConfig:
             raise InputError(f"smoothing: compat {self.compat!r} supports {allowed}"
                              f"{' (or none/floor/add-k/exp)' if self.compat != 'moses' else ''}; found {self.smoothing!r}")
         object.__setattr__(self, "smoothing", s)
-        if not isinstance(self.max_order, int) or not 1 <= self.max_order <= MAX_SUPPORTED_ORDER:
+        if (isinstance(self.max_order, bool) or not isinstance(self.max_order, numbers.Integral)
+                or not 1 <= self.max_order <= MAX_SUPPORTED_ORDER):
             raise InputError(f"max_order: expected an integer from 1 to {MAX_SUPPORTED_ORDER}, found {self.max_order!r}")
-        for name in ("epsilon", "k", "alpha"):
-            if not getattr(self, name) > 0:
-                raise InputError(f"{name}: expected a positive number, found {getattr(self, name)!r}")
-        if not self.add_k >= 0:
-            raise InputError(f"add_k: expected a number >= 0, found {self.add_k!r}")
+        object.__setattr__(self, "max_order", int(self.max_order))
+        # Finite and bounded so that no smoothing overflows: precisions stay in [0, 1] (epsilon
+        # <= 1 for floor smoothing), and sums/products of parameters stay far from inf.
+        for name, low, high, open_low in (("epsilon", 0.0, 1.0, True), ("add_k", 0.0, _PARAM_MAX, False),
+                                          ("k", 0.0, _PARAM_MAX, True), ("alpha", 0.0, _PARAM_MAX, True)):
+            object.__setattr__(self, name, _bounded(name, getattr(self, name), low, high, open_low))
         if self.weights is not None:
-            w = tuple(float(x) for x in self.weights)
-            if len(w) != self.max_order or any(not x >= 0 for x in w) or sum(w) <= 0:
+            w = self.weights
+            if isinstance(w, (str, bytes)) or not hasattr(w, "__len__"):
+                raise InputError(f"weights: expected a sequence of {self.max_order} numbers (one per order), found "
+                                 f"{w!r}; e.g. weights=(0.25, 0.25, 0.25, 0.25)")
+            w = tuple(_bounded("weights", x, 0.0, _PARAM_MAX, False) for x in w)
+            if len(w) != self.max_order or sum(w) <= 0:
                 raise InputError(f"weights: expected {self.max_order} non-negative weights (one per order, "
                                  f"max_order={self.max_order}) with a positive sum, found {self.weights!r}")
             object.__setattr__(self, "weights", w)
