@@ -1,4 +1,7 @@
-"""``kbest-bleu``: score K-best parquet tables, corpus BLEU of text files, n-best conversion.
+"""``kbest-bleu``: score K-best tables, corpus BLEU of text files as sacrebleu, n-best conversion.
+
+Every heavy import (numba, pyarrow) happens inside the command handlers: ``--help`` and
+``--version`` start instantly. Commands print BLEU on sacrebleu's 0-100 scale.
 
 Bad input exits with status 2 and a one-paragraph message (no traceback, no output file).
 """
@@ -8,25 +11,28 @@ from __future__ import annotations
 import argparse
 from importlib import import_module
 import json
+import logging
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-import pyarrow.parquet as pq
-
-from .bleu import corpus_bleu
-from .config import COMPATS, REF_LENGTH_POLICIES, TOKENIZERS, BleuConfig
+from .config import COMPATS, REF_LENGTH_POLICIES, TOKENIZERS, BleuConfig, __version__
 from .errors import InputError
-from .batch.parquet import score_parquet
-from .batch.references import Columns, ReferenceTable, read_lines
-from .batch.stream import COMPRESSIONS
-from .interop.nbest import export_moses, read_nbest, write_nbest
-from .stats import ngram_stats
 
 SAMPLE = Path(__file__).parent / "data" / "moses_100best_sample.parquet"
-SAMPLE_COLUMNS = Columns(segment=("iteration", "segment_id"), score="model_score")
 # the metrics besides BLEU (kbest_bleu.metrics.base.REGISTRY); their cli modules import only argparse
 METRICS = ("bleu2vec", "meteor", "parmesan")
+log = logging.getLogger("kbest_bleu")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every (sub)command shows its defaults in --help."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 def _scoring_options(p: argparse.ArgumentParser) -> None:
@@ -34,10 +40,10 @@ def _scoring_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compat", choices=COMPATS, default="sacrebleu", help="whose conventions to reproduce")
     g.add_argument("-s", "--smoothing", default=None,
                    help="0-7 (Chen & Cherry 2014), none/floor/add-k/exp, or bleu+1 (moses); default: the preset's")
-    g.add_argument("--epsilon", type=float, default=0.1, help="smoothing 1 / floor value (0.1)")
-    g.add_argument("--add-k", type=float, default=1.0, help="smoothing 2 / add-k value; moses: s (1)")
-    g.add_argument("--k", type=float, default=5.0, help="smoothing 4 and 7 constant K (5)")
-    g.add_argument("--alpha", type=float, default=5.0, help="smoothing 6 alpha (5)")
+    g.add_argument("--epsilon", type=float, default=0.1, help="smoothing 1 / floor value")
+    g.add_argument("--add-k", type=float, default=1.0, help="smoothing 2 / add-k value; moses: s")
+    g.add_argument("--k", type=float, default=5.0, help="smoothing 4 and 7 constant K")
+    g.add_argument("--alpha", type=float, default=5.0, help="smoothing 6 alpha")
     g.add_argument("--max-order", type=int, default=4)
     g.add_argument("--weights", default=None, help="comma-separated n-gram weights, one per order")
     g.add_argument("--effective-order", dest="effective_order", action="store_true", default=None)
@@ -45,7 +51,8 @@ def _scoring_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--auto-reweigh", action="store_true", help="nltk: NLTK's auto_reweigh")
     g.add_argument("--smooth-bp", action="store_true", help="moses: smoothed brevity penalty")
     g.add_argument("--ref-length", choices=list(REF_LENGTH_POLICIES), default="closest")
-    g.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="none")
+    g.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="13a",
+                   help="as sacrebleu; 'none' for pre-tokenized (Moses-style) K-best lists")
     g.add_argument("-lc", "--lowercase", action="store_true")
 
 
@@ -74,16 +81,55 @@ def _metrics(a: argparse.Namespace) -> list:
             for m in dict.fromkeys(names) if m != "bleu"]
 
 
+def _logging(quiet: bool) -> None:
+    logging.basicConfig(format="kbest-bleu: %(message)s", level=logging.WARNING if quiet else logging.INFO)
+
+
+def _reference_rows(paths: Sequence[str], n: Optional[int] = None, name: str = "the hypotheses") -> list:
+    """Reference files (one per stream, line i = segment i) as one list of references per segment."""
+    from .batch.readers import read_text
+    streams = [read_text(p) for p in paths]
+    for path, s in zip(paths, streams):
+        expected = len(streams[0]) if n is None else n
+        if len(s) != expected:
+            raise InputError(f"{path}: {len(s)} lines, but {name if n is not None else paths[0]} has {expected}; "
+                             "expected one reference line per segment in every reference file")
+    return [list(r) for r in zip(*streams)]
+
+
+def _segment(a: argparse.Namespace, path: "str | Path") -> tuple:
+    """--seg-col, else the key stored in the file by our writers, else segment_id."""
+    if a.seg_col:
+        return tuple(a.seg_col.split(","))
+    from .batch.readers import segment_key
+    return (segment_key(path) if Path(path).suffix == ".parquet" and Path(path).exists() else None) or ("segment_id",)
+
+
+def _write_stdout(path: Path) -> None:
+    with open(path, "rb") as f:
+        import shutil
+        shutil.copyfileobj(f, sys.stdout.buffer)
+    sys.stdout.buffer.flush()
+
+
 def _cmd_score(a: argparse.Namespace) -> int:
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .batch.parquet import score_parquet
+    from .batch.readers import input_format, read_kbest, sort_segments
+    from .batch.references import Columns, ReferenceTable
+    _logging(a.quiet)
     cfg = _config(a)
     metrics = _metrics(a)
+    src = Path(a.input) if a.input else SAMPLE
     if a.input is None:
-        src, columns = SAMPLE, SAMPLE_COLUMNS
-        print(f"no input given: scoring the bundled sample {SAMPLE.name} (real Moses 100-best lists, "
-              "moses-regression-tests, LGPL)", file=sys.stderr)
-    else:
-        src = Path(a.input)
-        columns = Columns(a.hyp_col, a.ref_col, tuple(a.seg_col.split(",")), a.score_col)
+        log.info("no input given: scoring the bundled sample %s (real Moses 100-best lists, moses-regression-tests, "
+                 "LGPL)", SAMPLE.name)
+    fmt, _ = input_format(src, a.format)
+    columns = Columns(a.hyp_col, a.ref_col, _segment(a, src), a.score_col)
     refs = None
     if a.ref_table:
         try:
@@ -93,40 +139,130 @@ def _cmd_score(a: argparse.Namespace) -> int:
                 raise
             raise InputError(f"{a.ref_table}: not a readable parquet reference table ({exc})") from None
     elif a.ref_file:
-        refs = ReferenceTable.from_text_files(a.ref_file)
+        rows = _reference_rows(a.ref_file)
+        refs = ReferenceTable(list(range(len(rows))), pa.array(rows, pa.list_(pa.string())), " + ".join(a.ref_file))
     if a.engine == "spark":
-        from .batch.spark import score_parquet_spark
-        if not a.output or refs is not None:
-            raise InputError("--engine spark: expected IN and -o OUT (a dataset directory) with references in a "
-                             "column of the input (--ref-table/--ref-file are single-machine options)")
-        n = score_parquet_spark(str(src), a.output, cfg, columns=columns, stats=a.stats,
-                                smoothings=a.also_smoothing, metrics=metrics, master=a.master,
-                                batch_rows=a.batch_size)
-        print(f"scored {n:,} rows with Spark ({a.master}); wrote the dataset {a.output}", file=sys.stderr)
-        return 0
-    summary = score_parquet(src, a.output, cfg, columns=columns, references=refs, stats=a.stats,
-                            smoothings=a.also_smoothing, metrics=metrics, batch_size=a.batch_size, quiet=a.quiet,
-                            compression=a.compression)
-    print(json.dumps(summary.to_dict(), indent=1) if a.json else summary)
-    if a.output:
-        print(f"wrote {a.output}", file=sys.stderr)
+        return _score_spark(a, src, cfg, columns, refs, metrics)
+    with tempfile.TemporaryDirectory(prefix="kbest_bleu-") as tmp:
+        if fmt != "parquet":  # read with Arrow's readers, then the one streaming parquet job
+            table = read_kbest(src, fmt, hypothesis=a.hyp_col, references=a.ref_col)
+            src = Path(tmp) / (src.name + ".parquet")
+            pq.write_table(table, src)
+        if a.sort:
+            sort_segments(src, Path(tmp) / "sorted.parquet", columns.segment, batch_size=a.batch_size)
+            src = Path(tmp) / "sorted.parquet"
+        out = Path(tmp) / "out.parquet" if a.output == "-" else a.output
+        summary = _score_with_progress(src, out, cfg, a, columns, refs, metrics, score_parquet)
+        if a.output == "-":
+            _write_stdout(out)
+    text = json.dumps(_summary_json(summary, a.width), indent=1) if a.json else str(summary)
+    print(text, file=sys.stderr if a.output == "-" else sys.stdout)
+    if a.output and a.output != "-":
+        log.info("wrote %s", a.output)
     return 0
 
 
+def _score_with_progress(src, out, cfg, a, columns, refs, metrics, score_parquet):
+    """score_parquet with a tqdm bar (total rows from the parquet metadata; off with -q or without a TTY)."""
+    import pyarrow.parquet as pq
+    from tqdm import tqdm
+    try:
+        total = pq.ParquetFile(src).metadata.num_rows
+    except Exception:  # the job reports unreadable files with its own message
+        total = None
+    with tqdm(total=total, unit="rows", unit_scale=True, disable=a.quiet or not sys.stderr.isatty(),
+              file=sys.stderr) as bar:
+        return score_parquet(src, out, cfg, columns=columns, references=refs, stats=a.stats,
+                             smoothings=a.also_smoothing, metrics=metrics, batch_size=a.batch_size, quiet=True,
+                             compression=a.compression, on_batch=bar.update)
+
+
+def _score_spark(a, src, cfg, columns, refs, metrics) -> int:
+    from .batch.spark import score_parquet_spark
+    if not a.output or a.output == "-" or refs is not None:
+        raise InputError("--engine spark: expected IN and -o OUT (a dataset directory) with references in a "
+                         "column of the input (-r/--ref-table are single-machine options)")
+    n = score_parquet_spark(str(src), a.output, cfg, columns=columns, stats=a.stats,
+                            smoothings=a.also_smoothing, metrics=metrics, master=a.master,
+                            batch_rows=a.batch_size)
+    log.warning("scored %s rows with Spark (%s); wrote the dataset %s", f"{n:,}", a.master, a.output)
+    return 0
+
+
+def _verbose(r) -> str:
+    """sacrebleu's verbose score: precisions (0-100, 1 decimal), brevity penalty, lengths."""
+    ratio = r.hyp_len / r.ref_len if r.ref_len else 0.0
+    return (f"{'/'.join(f'{100 * p:.1f}' for p in r.precisions)} (BP = {r.bp:.3f} ratio = {ratio:.3f} "
+            f"hyp_len = {r.hyp_len} ref_len = {r.ref_len})")
+
+
+def _bleu_json(r, signature: str, width: int) -> dict:
+    """A BLEU result as sacrebleu's JSON (0-100 score rounded to ``width`` decimals)."""
+    out = {"name": "BLEU", "score": float(f"{100 * r.score:.{width}f}"), "signature": signature,
+           "verbose_score": _verbose(r)}
+    out.update(part.split(":", 1) for part in signature.split("|") if ":" in part)
+    return out
+
+
+def _summary_json(s, width: int) -> dict:
+    """The job summary on sacrebleu's 0-100 scale."""
+    return {"rows": s.rows, "segments": s.segments, "mean_sentence_bleu": round(100 * s.mean_bleu, width + 2),
+            "one_best": _bleu_json(s.one_best, s.one_best.signature, width),
+            "oracle": _bleu_json(s.oracle, s.oracle.signature, width), "signature": s.signature,
+            "seconds": s.seconds}
+
+
+def _bleu_line(r, signature: str, a: argparse.Namespace) -> str:
+    if a.format_out == "json":
+        return json.dumps(_bleu_json(r, signature, a.width), indent=None if a.sentence_level else 1,
+                          ensure_ascii=False)
+    score = f"{100 * r.score:.{a.width}f}"
+    return score if a.score_only else f"BLEU|{signature} = {score} {_verbose(r)}"
+
+
 def _cmd_corpus(a: argparse.Namespace) -> int:
+    from .batch.readers import read_text
+    from .bleu import corpus_score
+    from .stats import ngram_stats
     cfg = _config(a)
-    hyps = read_lines(a.hypotheses)
-    streams = [read_lines(r) for r in a.references]
-    for path, s in zip(a.references, streams):
-        if len(s) != len(hyps):
-            raise InputError(f"{path}: {len(s)} lines, but {a.hypotheses} has {len(hyps)}; expected one reference "
-                             "line per hypothesis line")
-    result = corpus_bleu(hyps, [list(r) for r in zip(*streams)], **cfg.__dict__)
-    print(json.dumps(result.to_dict(), indent=1) if a.json else result)
+    paths = a.input or ["-"]
+    if "-" in paths and sys.stdin.isatty():
+        raise InputError("expected hypotheses after -i (or piped on stdin); found neither. Usage, as sacrebleu: "
+                         "kbest-bleu corpus REF [REF ...] -i HYP [HYP ...]")
+    refs = _reference_rows(a.references)
+    systems = [read_text(p) for p in paths]
+    for path, hyps in zip(paths, systems):
+        if len(hyps) != len(refs):
+            raise InputError(f"{path}: {len(hyps)} lines, but {a.references[0]} has {len(refs)}; expected one "
+                             "hypothesis line per reference line (usage: corpus REF [REF ...] -i HYP)")
+    nrefs = len(a.references)
+    if a.sentence_level:
+        if len(systems) > 1:
+            raise InputError(f"--sentence-level: expected one system, found {len(systems)}")
+        sent = BleuConfig.make(cfg, effective_order=True) if cfg.compat == "sacrebleu" else cfg
+        stats = ngram_stats(systems[0], refs, None, cfg)
+        sig = sent.signature("sentence", nrefs=nrefs)
+        for i in range(len(stats)):
+            print(_bleu_line(corpus_score(stats[i:i + 1], sent), sig, a))
+        return 0
+    sig = cfg.signature("corpus", nrefs=nrefs)
+    results = [corpus_score(ngram_stats(h, refs, None, cfg), cfg) for h in systems]
+    if len(results) == 1:
+        print(_bleu_line(results[0], sig, a))
+    elif a.format_out == "json":
+        print(json.dumps([{"system": p, "BLEU": f"{100 * r.score:.{a.width}f}"} for p, r in zip(paths, results)],
+                         indent=1))
+    else:
+        width = max(len(p) for p in paths)
+        lines = [f"{p:<{width}}  {100 * r.score:.{a.width}f}" for p, r in zip(paths, results)]
+        print("\n".join(lines if a.score_only else [f"{'system':<{width}}  BLEU"] + lines + [f"signature: {sig}"]))
     return 0
 
 
 def _cmd_convert(a: argparse.Namespace) -> int:
+    import pyarrow.parquet as pq
+
+    from .interop.nbest import read_nbest, write_nbest
     src, dst = Path(a.input), Path(a.output)
     if src.suffix == ".parquet":
         write_nbest(pq.read_table(src), dst)
@@ -138,50 +274,63 @@ def _cmd_convert(a: argparse.Namespace) -> int:
 
 
 def _cmd_export(a: argparse.Namespace) -> int:
+    import pyarrow.parquet as pq
+
+    from .batch.references import Columns
+    from .interop.nbest import export_moses
     cfg = _config(a)
     table = pq.read_table(a.input)
-    columns = Columns(a.hyp_col, a.ref_col, tuple(a.seg_col.split(",")))
+    columns = Columns(a.hyp_col, a.ref_col, _segment(a, a.input))
     n = export_moses(table, a.scores, a.features, cfg, columns)
     print(f"wrote {n} segments to {a.scores}" + (f" and {a.features}" if a.features else ""), file=sys.stderr)
     return 0
 
 
-def _markdown(header: Sequence[str], rows: list) -> str:
-    fmt = lambda v: "—" if isinstance(v, float) and v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))  # noqa: E731
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows])
-
-
 def _cmd_paired(a: argparse.Namespace) -> int:
-    from .research.significance import approximate_randomization, paired_bootstrap
+    from .research.cli import markdown
+    from .research.significance import approximate_randomization, bootstrap_ci, paired_bootstrap
+    from .stats import ngram_stats
     cfg = _config(a)
-    streams = [read_lines(r) for r in a.refs]
-    refs = [list(r) for r in zip(*streams)]
-    systems = [read_lines(p) for p in [a.baseline] + a.systems]
-    for path, lines in zip([a.baseline] + a.systems + a.refs, systems + streams):
+    refs = _reference_rows(a.refs)
+    from .batch.readers import read_text
+    systems = [read_text(p) for p in [a.baseline] + a.systems]
+    for path, lines in zip([a.baseline] + a.systems, systems):
         if len(lines) != len(refs):
             raise InputError(f"{path}: {len(lines)} lines; expected {len(refs)} like the references")
     stats = [ngram_stats(h, refs, None, cfg) for h in systems]
     test = paired_bootstrap if a.test == "bs" else approximate_randomization
     n = a.n_samples or (1000 if a.test == "bs" else 10000)
-    rows = []
+    sig = cfg.signature("corpus", nrefs=len(a.refs), test=a.test, n_samples=n, seed=a.seed)
+    base = test(stats[0], stats[0], cfg, 1, a.seed)
+    mean, ci = bootstrap_ci(stats[0], cfg, n, a.seed) if a.test == "bs" else (float("nan"), float("nan"))
+    rows = [{"system": a.baseline, "baseline": True, "score": 100 * base.score, "mean": 100 * mean, "ci": 100 * ci,
+             "p_value": None}]
     for path, st in zip(a.systems, stats[1:]):
         r = test(stats[0], st, cfg, n, a.seed)
-        rows.append((path, 100 * r.score, r.p_value, 100 * r.mean, 100 * r.ci))
-    base = test(stats[0], stats[0], cfg, 1, a.seed)
-    print(f"baseline {a.baseline}: BLEU {100 * base.score:.2f}; test {a.test}, {n} samples, seed {a.seed}; "
-          f"{cfg.signature('corpus')}")
-    print(_markdown(["system", "BLEU", "p-value", "bootstrap mean", "95% CI +-"], rows))
+        rows.append({"system": path, "baseline": False, "score": 100 * r.score, "mean": 100 * r.mean,
+                     "ci": 100 * r.ci, "p_value": r.p_value})
+    if a.json:
+        print(json.dumps({"name": "BLEU", "signature": sig, "systems": rows}, indent=1))
+        return 0
+    # p-values with sacrebleu's precision; * marks p < 0.05 as sacrebleu does
+    table = [(("Baseline: " if r["baseline"] else "") + r["system"], f"{r['score']:.2f}",
+              "—" if r["mean"] != r["mean"] else f"{r['mean']:.2f} ± {r['ci']:.2f}",
+              "" if r["p_value"] is None else f"{r['p_value']:.4f}{'*' if r['p_value'] < 0.05 else ''}")
+             for r in rows]
+    print(f"test {a.test}, {n} samples, seed {a.seed}; {sig}")
+    print(markdown(["system", "BLEU", "mean ± 95% CI", "p-value"], table))
     return 0
 
 
 def _cmd_tune(a: argparse.Namespace) -> int:
     import numpy as np
+    import pyarrow.parquet as pq
 
+    from .interop.nbest import read_nbest
     from .tuning import KbestLists, tune_expected_bleu, tune_mira, tune_pro
     cfg = _config(a)
     table = pq.read_table(a.input) if Path(a.input).suffix == ".parquet" else read_nbest(a.input, a.refs or ())
-    lists = KbestLists.from_table(table, cfg, segment=a.seg_col, hypothesis=a.hyp_col, references=a.ref_col,
+    lists = KbestLists.from_table(table, cfg, segment=",".join(_segment(a, a.input)), hypothesis=a.hyp_col, references=a.ref_col,
                                   features=a.features_col, score=a.score_col)
     n_feat = lists.features.shape[1]
     if a.init:
@@ -206,32 +355,47 @@ def _cmd_tune(a: argparse.Namespace) -> int:
     return 0
 
 
+
+
 def _columns_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hyp-col", default="hypothesis", help="string column of hypotheses")
     p.add_argument("--ref-col", default="references", help="list<string> column of references")
-    p.add_argument("--seg-col", default="segment_id", help="segment id column(s), comma-separated")
+    p.add_argument("--seg-col", default=None,
+                   help="segment id column(s), comma-separated; default: the key stored in a parquet file by "
+                        "kbest-bleu, else segment_id")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kbest-bleu", description="Exact, fast sentence BLEU for K-best lists.")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _refs_option(p: argparse.ArgumentParser, **kwargs) -> None:
+    """The one spelling of reference files across commands (line i = segment i, one file per stream)."""
+    p.add_argument("-r", "--refs", "--ref-file", dest=kwargs.pop("dest", "refs"), nargs="+", action="extend",
+                   metavar="REF", help="reference text files, one per stream; .gz/.bz2/.zst read as such", **kwargs)
 
-    p = sub.add_parser("score", help="score a parquet K-best table (no input: the bundled real sample)")
-    p.add_argument("input", nargs="?", help="input parquet file")
-    p.add_argument("-o", "--output", help="output parquet file (input columns + bleu); omit for the summary only")
+
+def _score_parser(sub) -> None:
+    p = sub.add_parser("score", help="score a K-best table: parquet, CSV/TSV, JSON Lines, n-best or text "
+                                     "(no input: the bundled real sample)")
+    p.add_argument("input", nargs="?", help="input file (format from the extension, or --format)")
+    p.add_argument("--format", choices=["parquet", "csv", "tsv", "jsonl", "nbest", "text"], default=None,
+                   help="input format (default: from the extension; .gz/.bz2/.zst decompressed)")
+    p.add_argument("-o", "--output", help="output parquet file (input columns + bleu); '-': stdout; omit for the "
+                                          "summary only")
     _columns_options(p)
     p.add_argument("--score-col", default=None, help="model score column: the summary's 1-best is its argmax")
     p.add_argument("--ref-table", help="parquet file with the segment column(s) and the references column")
-    p.add_argument("--ref-file", action="append", help="plain-text reference file, line i = segment i (repeatable)")
+    _refs_option(p, dest="ref_file")
+    p.add_argument("--sort", action="store_true",
+                   help="stably sort by the segment key first (external sort, bounded memory) when a segment's "
+                        "rows are not contiguous")
     p.add_argument("--stats", action="store_true", help="add m1..mN t1..tN hyp_len ref_len columns")
     p.add_argument("--also-smoothing", default="", metavar="LIST",
                    help="more sentence-BLEU columns from the same counts: comma-separated smoothings (0-7 or "
                         "names) or 'all' (the preset's), as columns bleu_s<n>")
     p.add_argument("--batch-size", type=int, default=65536, help="rows per record batch (bounds memory)")
-    p.add_argument("--compression", default="zstd", choices=COMPRESSIONS,
-                   help="parquet codec of the output (zstd: smallest; snappy: fastest)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--compression", default="zstd",
+                   help="parquet codec of the output: zstd (smallest), snappy (fastest), lz4, gzip, brotli, none")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no log lines")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON (scores 0-100)")
+    p.add_argument("-w", "--width", type=int, default=2, help="decimals of the JSON scores")
     p.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="spark: read and write parquet datasets with Apache Spark (pip install 'kbest-bleu[spark]')")
     p.add_argument("--master", default="local[*]", help="Spark master URL (with --engine spark)")
@@ -242,17 +406,33 @@ def build_parser() -> argparse.ArgumentParser:
         import_module(f".metrics.{name}.cli", __package__).add_score_options(p.add_argument_group(f"{name} options"))
     p.set_defaults(func=_cmd_score)
 
-    p = sub.add_parser("corpus", help="corpus BLEU of plain-text files, like sacrebleu")
-    p.add_argument("hypotheses")
-    p.add_argument("references", nargs="+")
-    p.add_argument("--json", action="store_true")
+
+def _corpus_parser(sub) -> None:
+    p = sub.add_parser("corpus", help="corpus BLEU of plain-text files, as sacrebleu: corpus REF [REF ...] -i HYP")
+    p.add_argument("references", nargs="+", metavar="REF", help="reference files, one per stream")
+    p.add_argument("-i", "--input", nargs="+", metavar="HYP",
+                   help="hypothesis file(s), one per system; '-' or absent: stdin")
+    p.add_argument("-f", "--format", dest="format_out", choices=["text", "json"], default="text")
+    p.add_argument("--json", dest="format_out", action="store_const", const="json", help="same as -f json")
+    p.add_argument("--sentence-level", action="store_true", help="one score per hypothesis line")
+    p.add_argument("-w", "--width", type=int, default=1, help="decimals of the score")
+    p.add_argument("-b", "--score-only", action="store_true", help="print the score only")
     _scoring_options(p)
     p.set_defaults(func=_cmd_corpus)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kbest-bleu", description="Exact, fast sentence BLEU for K-best lists. Commands print "
+                     "BLEU on sacrebleu's 0-100 scale (the Python API returns 0-1).")
+    parser.add_argument("--version", action="version", version=f"kbest-bleu {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _score_parser(sub)
+    _corpus_parser(sub)
 
     p = sub.add_parser("convert", help="Moses/Joshua n-best text <-> parquet (direction from the .parquet suffix)")
     p.add_argument("input")
     p.add_argument("output")
-    p.add_argument("--refs", nargs="+", help="reference files (text -> parquet), line i = segment i")
+    _refs_option(p)
     p.set_defaults(func=_cmd_convert)
 
     p = sub.add_parser("export-moses", help="Moses extractor scores (and features) files from a K-best table")
@@ -264,8 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_export, compat="moses")
 
     p = sub.add_parser("tune", help="tune feature weights on K-best lists: k-best MIRA, PRO or expected BLEU")
-    p.add_argument("input", help="K-best parquet table, or Moses/Joshua n-best text (with --refs)")
-    p.add_argument("--refs", nargs="+", help="reference files for n-best text input")
+    p.add_argument("input", help="K-best parquet table, or Moses/Joshua n-best text (with -r)")
+    _refs_option(p)
     p.add_argument("--method", choices=["mira", "pro", "ebleu"], default="mira")
     p.add_argument("--features-col", default="features", help="list<double> or Moses/Joshua feature string column")
     p.add_argument("--init", help="starting weights, comma-separated (default: fit to --score-col, else zeros)")
@@ -284,10 +464,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("paired", help="paired significance test of systems against a baseline (text files)")
     p.add_argument("baseline")
     p.add_argument("systems", nargs="+")
-    p.add_argument("-r", "--refs", nargs="+", required=True, help="reference files, one per stream")
+    _refs_option(p, required=True)
     p.add_argument("--test", choices=["bs", "ar"], default="bs", help="paired bootstrap or approximate randomization")
     p.add_argument("--n-samples", type=int, default=0, help="default: 1000 (bs), 10000 (ar)")
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--json", action="store_true", help="print the results as JSON (scores 0-100)")
     _scoring_options(p)
     p.set_defaults(func=_cmd_paired)
     for name in METRICS:  # a metric's own commands (training, table building, its paper's tables)

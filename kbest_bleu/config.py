@@ -159,9 +159,18 @@ class BleuConfig:
                  7: f"K={self.k:g}", BLEU_PLUS_1: f"s={self.add_k:g}{',bp=smoothed' if self.smooth_bp else ''}"}.get(s)
         return f"{name}({param})" if param else name
 
-    def signature(self, level: str = "sentence") -> str:
-        """sacrebleu-style reproducibility signature naming every option that changes the number."""
-        parts = [f"compat:{self.compat}", f"smooth:{self.smoothing_label()}", f"order:{self.max_order}"]
+    def signature(self, level: str = "sentence", *, nrefs: "int | str | None" = None, test: Optional[str] = None,
+                  n_samples: int = 0, seed: Optional[int] = None) -> str:
+        """sacrebleu-style reproducibility signature naming every option that changes the number.
+
+        ``nrefs``: the number of references (sacrebleu's ``nrefs:``; "var" when it varies), named
+        when the caller knows it. ``test`` ("bs" or "ar") with ``n_samples`` and ``seed``: a
+        significance test's ``bs:``/``ar:`` and ``seed:`` fields, as sacrebleu's paired tests.
+        """
+        parts = [f"nrefs:{nrefs}"] if nrefs is not None else []
+        if test is not None:
+            parts += [f"{test}:{n_samples}", f"seed:{seed}"]
+        parts += [f"compat:{self.compat}", f"smooth:{self.smoothing_label()}", f"order:{self.max_order}"]
         if self.weights is not None:
             parts.append("w:" + ",".join(f"{x:g}" for x in self.weights))
         if self.compat == "sacrebleu":

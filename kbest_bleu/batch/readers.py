@@ -1,0 +1,191 @@
+"""K-best inputs besides parquet, and making a table's segments contiguous.
+
+Formats: CSV/TSV and JSON Lines through pyarrow's own readers, Moses/Joshua n-best text
+(:func:`kbest_bleu.interop.nbest.read_nbest`), plain text (one hypothesis per line, line i =
+segment i); each may be compressed (.gz, .bz2, .zst), decompressed by Arrow's compressed
+streams. The format comes from the file name or is given. :func:`sort_segments` stably sorts a
+parquet table by its segment key in bounded memory (external sort), for tables whose segments
+are not contiguous (DESIGN.md section 2: the streaming job needs whole segments in one run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import InputError
+from .references import read_lines
+
+__all__ = ["COMPRESSED", "FORMATS", "META_SEGMENT", "input_format", "local_copy", "read_kbest", "read_text",
+           "segment_key", "sort_segments"]
+
+FORMATS = ("parquet", "csv", "tsv", "jsonl", "nbest", "text")
+COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
+# parquet metadata key: the JSON list of the segment key columns of a table we wrote
+META_SEGMENT = b"kbest_bleu.segment"
+_EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl",
+               ".ndjson": "jsonl", ".json": "jsonl", ".nbest": "nbest", ".txt": "text"}
+
+
+def input_format(path: "str | os.PathLike", fmt: Optional[str] = None) -> tuple[str, Optional[str]]:
+    """(format, compression) of an input file: ``fmt`` if given, else from the extension after
+    removing a compression suffix (``x.tsv.gz`` -> ("tsv", "gzip")). Compression is one of
+    Arrow's codec names or None."""
+    p = Path(path)
+    compression = COMPRESSED.get(p.suffix.lower())
+    stem = Path(p.stem) if compression else p
+    if fmt is None:
+        fmt = _EXTENSIONS.get(stem.suffix.lower())
+        if fmt is None:
+            raise InputError(f"{path}: cannot tell the format from the extension {stem.suffix or '(none)'!r}; "
+                             f"expected one of {', '.join(sorted(_EXTENSIONS))} (optionally + .gz/.bz2/.zst), "
+                             f"or give --format {{{','.join(FORMATS)}}}")
+    elif fmt not in FORMATS:
+        raise InputError(f"--format: expected one of {', '.join(FORMATS)}, found {fmt!r}")
+    if fmt == "parquet" and compression:
+        raise InputError(f"{path}: a compressed parquet file; parquet compresses its own columns, "
+                         "decompress the file first")
+    return fmt, compression
+
+
+@contextlib.contextmanager
+def local_copy(path: "str | os.PathLike") -> Iterator[Path]:
+    """A plain, uncompressed file with the content of ``path``: the file itself, or a temporary
+    decompressed copy for .gz/.bz2/.zst (or of stdin for ``-``), removed on exit."""
+    compression = None if str(path) == "-" else COMPRESSED.get(Path(path).suffix.lower())
+    if str(path) != "-" and compression is None:
+        yield Path(path)
+        return
+    with tempfile.TemporaryDirectory(prefix="kbest_bleu-") as tmp:
+        name = "stdin" if str(path) == "-" else Path(path).stem
+        out = Path(tmp) / name
+        with open(out, "wb") as sink:
+            if compression is None:
+                shutil.copyfileobj(sys.stdin.buffer, sink)
+            else:
+                try:
+                    with pa.input_stream(str(path), compression=compression) as src:
+                        shutil.copyfileobj(src, sink)
+                except FileNotFoundError:
+                    raise InputError(f"{path}: no such file") from None
+                except (OSError, pa.ArrowInvalid) as exc:
+                    raise InputError(f"{path}: could not decompress it as {compression} ({exc}); expected a "
+                                     "complete compressed file") from None
+        yield out
+
+
+def read_text(path: "str | os.PathLike") -> list:
+    """Lines of a UTF-8 text file (``-``: stdin), decompressed when its name ends in .gz/.bz2/.zst."""
+    with local_copy(path) as plain:
+        try:
+            return read_lines(plain)
+        except InputError as exc:
+            raise InputError(str(exc).replace(str(plain), str(path), 1)) from None
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file; expected a text file, one segment per line") from None
+
+
+def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothesis: str = "hypothesis",
+               references: str = "references") -> pa.Table:
+    """A K-best table from a CSV/TSV, JSON Lines, n-best or plain text file (see the module text).
+
+    CSV/TSV: a header line names the columns; TSV fields are not quoted (MT text is full of
+    quotes). A string ``references`` column (one reference) becomes list<string>. Plain text:
+    columns ``segment_id`` (int64, 0-based line number) and ``hypothesis``; references come from
+    reference files. Returns the table as read (pyarrow's type inference for CSV and JSON).
+    """
+    fmt, compression = input_format(path, fmt)
+    if fmt == "parquet":
+        raise InputError(f"{path}: parquet is read as a stream by the job, not through read_kbest")
+    if fmt in ("nbest", "text"):
+        with local_copy(path) as plain:
+            if fmt == "text":
+                lines = read_text(plain)
+                return pa.table({"segment_id": pa.array(range(len(lines)), pa.int64()),
+                                 hypothesis: pa.array(lines, pa.string())})
+            from ..interop.nbest import read_nbest
+            return read_nbest(plain)
+    try:
+        with pa.input_stream(str(path), compression=compression) as src:
+            if fmt == "jsonl":
+                from pyarrow import json as pj
+                table = pj.read_json(src)
+            else:
+                from pyarrow import csv as pcsv
+                parse = pcsv.ParseOptions(delimiter="\t", quote_char=False) if fmt == "tsv" else None
+                # hypotheses and references stay strings even when they look like numbers
+                convert = pcsv.ConvertOptions(column_types={hypothesis: pa.string(), references: pa.string()},
+                                              strings_can_be_null=False)
+                table = pcsv.read_csv(src, parse_options=parse, convert_options=convert)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file; expected a {fmt} K-best table") from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: not a readable {fmt} file ({exc}); expected a header line and one row "
+                         "per hypothesis" + (" (JSON Lines: one object per line)" if fmt == "jsonl" else "")) from None
+    i = table.schema.get_field_index(references)
+    if i >= 0 and pa.types.is_string(table.schema.field(i).type):
+        col = table[references].combine_chunks()
+        table = table.set_column(i, references, pa.ListArray.from_arrays(
+            pa.array(range(len(col) + 1), pa.int32()), col))
+    return table
+
+
+def segment_key(path: "str | os.PathLike") -> Optional[tuple]:
+    """The segment key columns stored in a parquet file's metadata by our writers, or None."""
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowInvalid):
+        return None  # the job reports unreadable files with its own message
+    return tuple(json.loads(meta[META_SEGMENT])) if META_SEGMENT in meta else None
+
+
+def sort_segments(src: "str | os.PathLike", dst: "str | os.PathLike", segment: Sequence[str], *,
+                  bucket_rows: int = 1 << 20, batch_size: int = 65536) -> None:
+    """Write the parquet table ``src`` to ``dst`` stably sorted by the ``segment`` columns
+    (ascending; rows of one segment keep their order), so that every segment is one run.
+
+    Memory is bounded by the key columns, two int64 per row and ``bucket_rows`` rows: pass 1
+    reads only the keys and computes each row's position in the sorted order; pass 2 streams
+    the table into buckets of consecutive output positions (temporary parquet files); pass 3
+    sorts each bucket in memory and appends it to ``dst``.
+    """
+    pf = pq.ParquetFile(src)
+    keys = pf.read(columns=list(segment))
+    order = pc.sort_indices(keys, sort_keys=[(c, "ascending") for c in segment]).to_numpy()
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    n_buckets = max(1, -(-len(order) // bucket_rows))
+    schema = pf.schema_arrow
+    with tempfile.TemporaryDirectory(prefix="kbest_bleu-sort-", dir=Path(dst).parent) as tmp:
+        tagged = schema.append(pa.field("__position", pa.int64()))
+        writers = [None] * n_buckets
+        row0 = 0
+        for batch in pf.iter_batches(batch_size=batch_size):
+            pos = position[row0:row0 + batch.num_rows]
+            row0 += batch.num_rows
+            bucket = pos // bucket_rows
+            with_pos = pa.RecordBatch.from_arrays(batch.columns + [pa.array(pos)], schema=tagged)
+            for b in np.unique(bucket):
+                if writers[b] is None:
+                    writers[b] = pq.ParquetWriter(Path(tmp) / f"{b}.parquet", tagged, compression="lz4")
+                writers[b].write_batch(with_pos.filter(pa.array(bucket == b)))
+        for w in writers:
+            if w is not None:
+                w.close()
+        with pq.ParquetWriter(dst, schema, compression="zstd") as out:
+            for b, w in enumerate(writers):
+                if w is not None:
+                    part = pq.read_table(Path(tmp) / f"{b}.parquet")
+                    part = part.take(pc.sort_indices(part["__position"]))
+                    out.write_table(part.drop_columns(["__position"]))
