@@ -127,7 +127,7 @@ def _cmd_score(a: argparse.Namespace) -> int:
     src = Path(a.input) if a.input else SAMPLE
     if a.input is None:
         log.info("no input given: scoring the bundled sample %s (real Moses 100-best lists, moses-regression-tests, "
-                 "LGPL)", SAMPLE.name)
+                 "LGPL; pre-tokenized, so score it with -t none)", SAMPLE.name)
     fmt, _ = input_format(src, a.format)
     columns = Columns(a.hyp_col, a.ref_col, _segment(a, src), a.score_col)
     refs = None
@@ -262,13 +262,17 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
 def _cmd_convert(a: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
+    from .batch.output import atomic_output, check_output
+    from .batch.parquet import read_parquet_table
     from .interop.nbest import read_nbest, write_nbest
     src, dst = Path(a.input), Path(a.output)
+    check_output(dst, [src, *(a.refs or ())], "output")  # before reading: convert X X must not destroy X
     if src.suffix == ".parquet":
-        write_nbest(pq.read_table(src), dst)
+        write_nbest(read_parquet_table(src), dst, [src], "output")
     else:
         table = read_nbest(src, a.refs or ())
-        pq.write_table(table, dst, compression="zstd")
+        with atomic_output(dst, [src, *(a.refs or ())], "output") as tmp:
+            pq.write_table(table, tmp, compression="zstd")
     print(f"wrote {dst}", file=sys.stderr)
     return 0
 
@@ -278,10 +282,15 @@ def _cmd_export(a: argparse.Namespace) -> int:
 
     from .batch.references import Columns
     from .interop.nbest import export_moses
+    from .batch.output import check_output
+    from .batch.parquet import read_parquet_table
     cfg = _config(a)
-    table = pq.read_table(a.input)
+    check_output(a.scores, [a.input], "--scores")  # before the job runs
+    if a.features:
+        check_output(a.features, [a.input, a.scores], "--features")
+    table = read_parquet_table(a.input)
     columns = Columns(a.hyp_col, a.ref_col, _segment(a, a.input))
-    n = export_moses(table, a.scores, a.features, cfg, columns)
+    n = export_moses(table, a.scores, a.features, cfg, columns, [a.input])
     print(f"wrote {n} segments to {a.scores}" + (f" and {a.features}" if a.features else ""), file=sys.stderr)
     return 0
 
@@ -290,6 +299,8 @@ def _cmd_paired(a: argparse.Namespace) -> int:
     from .research.cli import markdown
     from .research.significance import approximate_randomization, bootstrap_ci, paired_bootstrap
     from .stats import ngram_stats
+    if a.n_samples < 0:
+        raise InputError(f"--n-samples: expected a positive number of resamples (0: the default), found {a.n_samples}")
     cfg = _config(a)
     refs = _reference_rows(a.refs)
     from .batch.readers import read_text
@@ -328,14 +339,19 @@ def _cmd_tune(a: argparse.Namespace) -> int:
 
     from .interop.nbest import read_nbest
     from .tuning import KbestLists, tune_expected_bleu, tune_mira, tune_pro
+    from .batch.parquet import read_parquet_table
     cfg = _config(a)
-    table = pq.read_table(a.input) if Path(a.input).suffix == ".parquet" else read_nbest(a.input, a.refs or ())
+    table = read_parquet_table(a.input) if Path(a.input).suffix == ".parquet" else read_nbest(a.input, a.refs or ())
     lists = KbestLists.from_table(table, cfg, segment=",".join(_segment(a, a.input)), hypothesis=a.hyp_col, references=a.ref_col,
                                   features=a.features_col, score=a.score_col)
     n_feat = lists.features.shape[1]
     if a.init:
-        w0 = np.array([float(x) for x in a.init.split(",")])
-        if len(w0) != n_feat:
+        try:
+            w0 = np.array([float(x) for x in a.init.split(",")])
+        except ValueError:
+            raise InputError(f"--init: expected {n_feat} comma-separated numbers ({', '.join(lists.feature_names)}), "
+                             f"found {a.init!r}") from None
+        if len(w0) != n_feat or not np.isfinite(w0).all():
             raise InputError(f"--init: expected {n_feat} weights ({', '.join(lists.feature_names)}), found {len(w0)}")
     elif a.score_col:
         w0 = lists.decoder_weights()
@@ -479,19 +495,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    import signal
+
+    from .batch.output import install_signal_handlers
     parser = build_parser()
     args = parser.parse_args(argv)
+    # SIGINT/SIGTERM/SIGHUP: temporaries removed, one line, exit 128+signal (README, "Failure
+    # behaviour"); the previous handlers come back when main returns (main called in-process)
+    previous = install_signal_handlers()
     try:
         return args.func(args)
     except InputError as exc:
         print(f"kbest-bleu {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # the machine, not the input: a full disk, a vanished directory
-        print(f"kbest-bleu {args.command}: error: {exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename and str(exc.filename) not in str(exc) else ""
+        print(f"kbest-bleu {args.command}: error: {where}{exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("kbest-bleu: interrupted; no output written", file=sys.stderr)
-        return 130
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 if __name__ == "__main__":

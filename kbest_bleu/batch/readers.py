@@ -26,14 +26,13 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError
 from .references import read_lines
+from .stream import META_SEGMENT
 
-__all__ = ["COMPRESSED", "FORMATS", "META_SEGMENT", "input_format", "local_copy", "read_kbest", "read_text",
+__all__ = ["COMPRESSED", "FORMATS", "input_format", "local_copy", "read_kbest", "read_text",
            "segment_key", "sort_segments"]
 
 FORMATS = ("parquet", "csv", "tsv", "jsonl", "nbest", "text")
 COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
-# parquet metadata key: the JSON list of the segment key columns of a table we wrote
-META_SEGMENT = b"kbest_bleu.segment"
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl",
                ".ndjson": "jsonl", ".json": "jsonl", ".nbest": "nbest", ".txt": "text"}
 

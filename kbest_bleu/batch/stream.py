@@ -24,12 +24,14 @@ from ..metrics.base import Metric
 from .references import Columns, ReferenceTable, require_columns
 from ..stats import BleuStats, segment_argmax, segment_stats
 
-__all__ = ["COMPRESSIONS", "Summary", "Tally", "output_schema", "score_batches", "score_columns",
+__all__ = ["COMPRESSIONS", "META_SEGMENT", "Summary", "Tally", "output_schema", "score_batches", "score_columns",
            "score_table"]
 
 COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
 META_SIGNATURE = b"kbest_bleu.signature"
 META_OPTIONS = b"kbest_bleu.options"
+# the JSON list of the segment key columns, so that our outputs score again by path alone
+META_SEGMENT = b"kbest_bleu.segment"
 
 
 @dataclass
@@ -221,6 +223,8 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
             require_columns(batch.schema, names + ([columns.references] if references is None else []), source)
             in_schema = batch.schema
             out_schema = output_schema(schema or in_schema, cfg, stats, smoothings, metrics)
+            out_schema = out_schema.with_metadata({**out_schema.metadata,
+                                                   META_SEGMENT: json.dumps(list(columns.segment)).encode()})
         if batch.num_rows == 0:
             continue
         table = pa.Table.from_batches([batch], in_schema)
@@ -251,12 +255,29 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
                            source, metrics)
 
 
-def score_table(table: pa.Table, config: Optional[BleuConfig] = None, **kwargs: Any) -> pa.Table:
-    """:func:`score_batches` on an in-memory ``pyarrow.Table``; returns the scored table."""
+def score_table(table: Any, config: Optional[BleuConfig] = None, **kwargs: Any) -> Any:
+    """:func:`score_batches` on an in-memory table; returns the scored table, of the same kind:
+    a ``pyarrow.Table``, a pandas DataFrame (read through Arrow, without its index) or a polars
+    DataFrame (through Arrow, zero-copy where possible)."""
+    kind = type(table).__module__.split(".")[0]
+    if kind == "pandas":
+        table = pa.Table.from_pandas(table, preserve_index=False)
+    elif kind == "polars":
+        table = table.to_arrow()
+    elif not isinstance(table, pa.Table):
+        raise InputError(f"score_table: expected a pyarrow Table, pandas or polars DataFrame, found "
+                         f"{type(table).__module__}.{type(table).__name__}; convert it with pyarrow.table(...)")
     out = list(score_batches(table.to_batches(), config, **kwargs))
-    if not out:
-        return output_schema(table.schema, config or BleuConfig(), kwargs.get("stats", False),
-                             kwargs.get("smoothings", ()), kwargs.get("metrics", ())).empty_table()
-    return pa.Table.from_batches(out)
+    if out:
+        scored = pa.Table.from_batches(out)
+    else:
+        scored = output_schema(table.schema, config or BleuConfig(), kwargs.get("stats", False),
+                               kwargs.get("smoothings", ()), kwargs.get("metrics", ())).empty_table()
+    if kind == "pandas":
+        return scored.to_pandas()
+    if kind == "polars":
+        import polars
+        return polars.from_arrow(scored)
+    return scored
 
 
