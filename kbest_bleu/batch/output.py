@@ -20,6 +20,7 @@ import shutil
 import signal
 import stat
 import sys
+import threading
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -142,9 +143,16 @@ def _on_signal(signum: int, frame: object) -> None:
     os._exit(128 + signum)
 
 
-def install_signal_handlers() -> None:
+def install_signal_handlers() -> dict:
     """SIGINT, SIGTERM and SIGHUP (where it exists): remove this process's temporaries, print one
-    line and exit with 128 + the signal number. Call from the main thread (the CLI's ``main``)."""
+    line and exit with 128 + the signal number. Returns the previous handlers
+    ``{signal: handler}`` to put back (``signal.signal``); outside the main thread, where Python
+    cannot set handlers, nothing is changed and ``{}`` is returned."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _on_signal)
+            number = getattr(signal, name)
+            previous[number] = signal.signal(number, _on_signal)
+    return previous
