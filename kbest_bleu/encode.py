@@ -44,6 +44,10 @@ class Encoded:
 
 def _to_arrow(values: Any, what: str) -> pa.Array:
     """Python list, numpy array, pandas Series, Arrow (chunked) array -> one Arrow array."""
+    if isinstance(values, (dict, set, frozenset, str, bytes)) or values is None:
+        raise InputError(f"{what}: expected a sequence with one entry per row (list, numpy array, pandas Series or "
+                         f"Arrow array), found {type(values).__name__}"
+                         + (" (a bare string: wrap one reference as ['...'])" if isinstance(values, str) else ""))
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if not isinstance(values, pa.Array):
