@@ -82,3 +82,18 @@ def test_signature_pickle_and_option_errors(table_path, tmp_path):
                             ({"paraphrases": str(tmp_path / "none.tsv")}, "found nothing at")]:
         with pytest.raises(InputError, match=message):
             from_options(**kwargs)
+
+
+def test_repeated_hypotheses_scored_once_equal_scoring_every_row(demo, table_path):
+    """K-best lists repeat hypotheses; Parmesan scores each distinct (hypothesis, paraphrased
+    references) row once. The result equals Meteor on every row's own paraphrased references."""
+    table = load_table(table_path)
+    hyps = [d["hyp"] for d in demo] * 3 + [demo[0]["hyp"]]
+    refs = [[demo[0]["ref"], demo[2]["ref"]], [demo[3]["ref"]]]
+    r = parmesan_segments(hyps, refs, np.array([0, 6, 13]), table, meteor_params("en"))
+    every = meteor_rows(hyps, r.paraphrases.references, meteor_params("en"))
+    for name in ("score", "precision", "recall", "fragmentation", "stats", "best_reference"):
+        np.testing.assert_array_equal(getattr(r.meteor, name), getattr(every, name))
+    assert r.references.to_pylist()[0] == r.references.to_pylist()[4]  # the same hypothesis in segment 0
+    with pytest.raises(InputError, match="expected hypotheses as strings"):
+        parmesan_segments([["a", "b"]], [["a b"]], None, table)

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...encode import hypotheses_array, references_array, segment_pointers
+from ...encode import hypotheses_array, list_offsets, references_array, segment_pointers
 from ...errors import InputError
 from .analyze import check_analyzer
 from .substitute import Paraphrases, Sentences, analyze, edits, paraphrase_kbest
@@ -57,6 +57,9 @@ def paraphrase_segments(hypotheses: Any, references: Any, seg_ptr: Optional[np.n
     """
     check_analyzer(analyzer)
     hyp_arr = hypotheses_array(hypotheses)
+    if not (pa.types.is_string(hyp_arr.type) or pa.types.is_large_string(hyp_arr.type)):
+        raise InputError(f"parmesan: expected hypotheses as strings, found Arrow type {hyp_arr.type}; "
+                         "join pre-tokenized hypotheses with spaces")
     seg_ptr = segment_pointers(None, len(hyp_arr)) if seg_ptr is None else np.asarray(seg_ptr, np.int64)
     flat_refs, unit_ptr = _references(references)
     if len(unit_ptr) != len(seg_ptr) or seg_ptr[-1] != len(hyp_arr):
@@ -88,15 +91,29 @@ class ParmesanResult:
     paraphrases: Paraphrases = field(repr=False)
 
 
+def _meteor_distinct(hyps: pa.Array, refs: pa.Array, params: Any) -> Any:
+    """``meteor_rows`` once per distinct (hypothesis, paraphrased references) row: K-best lists
+    repeat hypotheses, and a repeated hypothesis gets the same paraphrases."""
+    from ..meteor import meteor_rows
+    # exact keys from dictionary codes: "hypothesis code|reference code,reference code..."
+    hyp_code = pc.cast(pc.dictionary_encode(hyps).indices, pa.string())
+    ref_code = pc.cast(pc.dictionary_encode(pc.list_flatten(refs)).indices, pa.string())
+    ref_keys = pc.binary_join(pa.ListArray.from_arrays(pa.array(list_offsets(refs).astype(np.int32)), ref_code), ",")
+    codes = pc.dictionary_encode(pc.binary_join_element_wise(hyp_code, ref_keys, "|")).indices.to_numpy(
+        zero_copy_only=False)
+    first = np.unique(codes, return_index=True)[1]  # codes number distinct keys by first appearance
+    if len(first) == len(codes):
+        return meteor_rows(hyps, refs, params)
+    return meteor_rows(hyps.take(pa.array(first)), refs.take(pa.array(first)), params).take(codes)
+
+
 def parmesan_segments(hypotheses: Any, references: Any, seg_ptr: Optional[np.ndarray], table: CompiledTable,
                       params: Any = None, **analysis: Any) -> ParmesanResult:
     """Parmesan scores: :func:`paraphrase_segments`, then Meteor (exact) of each row against its
     own paraphrased references (``meteor_rows``; ``params`` from ``meteor_params``, default English).
     ``analysis``: the analyzer options of :func:`paraphrase_segments`."""
-    from ..meteor import meteor_rows
-    p, hyps, _, _ = paraphrase_segments(hypotheses, references, seg_ptr, table, **analysis)
-    hyp_arr = hypotheses_array(hypotheses)
-    result = meteor_rows(hyp_arr, p.references, params)
+    p, _, _, _ = paraphrase_segments(hypotheses, references, seg_ptr, table, **analysis)
+    result = _meteor_distinct(hypotheses_array(hypotheses), p.references, params)
     best = np.asarray(result.best_reference, np.int64)
     has = (np.diff(p.units) > 0) & (best >= 0)
     unit = np.where(has, p.units[:-1] + np.maximum(best, 0), 0)
