@@ -225,6 +225,7 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
     from .bleu import corpus_score
     from .stats import ngram_stats
     cfg = _config(a)
+    a.format_out = a.format_out or ("text" if a.sentence_level else "json")
     paths = a.input or ["-"]
     if "-" in paths and sys.stdin.isatty():
         raise InputError("expected hypotheses after -i (or piped on stdin); found neither. Usage, as sacrebleu: "
@@ -278,8 +279,6 @@ def _cmd_convert(a: argparse.Namespace) -> int:
 
 
 def _cmd_export(a: argparse.Namespace) -> int:
-    import pyarrow.parquet as pq
-
     from .batch.references import Columns
     from .interop.nbest import export_moses
     from .batch.output import check_output
@@ -335,22 +334,20 @@ def _cmd_paired(a: argparse.Namespace) -> int:
 
 def _cmd_tune(a: argparse.Namespace) -> int:
     import numpy as np
-    import pyarrow.parquet as pq
 
     from .interop.nbest import read_nbest
     from .tuning import KbestLists, tune_expected_bleu, tune_mira, tune_pro
     from .batch.parquet import read_parquet_table
     cfg = _config(a)
+    try:  # before the lists are read and the kernels compiled
+        w0 = np.array([float(x) for x in a.init.split(",")]) if a.init else None
+    except ValueError:
+        raise InputError(f"--init: expected comma-separated numbers, one per feature, found {a.init!r}") from None
     table = read_parquet_table(a.input) if Path(a.input).suffix == ".parquet" else read_nbest(a.input, a.refs or ())
     lists = KbestLists.from_table(table, cfg, segment=",".join(_segment(a, a.input)), hypothesis=a.hyp_col, references=a.ref_col,
                                   features=a.features_col, score=a.score_col)
     n_feat = lists.features.shape[1]
     if a.init:
-        try:
-            w0 = np.array([float(x) for x in a.init.split(",")])
-        except ValueError:
-            raise InputError(f"--init: expected {n_feat} comma-separated numbers ({', '.join(lists.feature_names)}), "
-                             f"found {a.init!r}") from None
         if len(w0) != n_feat or not np.isfinite(w0).all():
             raise InputError(f"--init: expected {n_feat} weights ({', '.join(lists.feature_names)}), found {len(w0)}")
     elif a.score_col:
@@ -428,7 +425,8 @@ def _corpus_parser(sub) -> None:
     p.add_argument("references", nargs="+", metavar="REF", help="reference files, one per stream")
     p.add_argument("-i", "--input", nargs="+", metavar="HYP",
                    help="hypothesis file(s), one per system; '-' or absent: stdin")
-    p.add_argument("-f", "--format", dest="format_out", choices=["text", "json"], default="text")
+    p.add_argument("-f", "--format", dest="format_out", choices=["text", "json"], default=None,
+                   help="default as sacrebleu: json, text with --sentence-level")
     p.add_argument("--json", dest="format_out", action="store_const", const="json", help="same as -f json")
     p.add_argument("--sentence-level", action="store_true", help="one score per hypothesis line")
     p.add_argument("-w", "--width", type=int, default=1, help="decimals of the score")

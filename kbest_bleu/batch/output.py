@@ -129,7 +129,7 @@ def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLi
         _remove(tmp)
 
 
-def _on_signal(signum: int, frame: object) -> None:
+def _on_signal(signum: int, _frame: object) -> None:
     for tmp in list(_LIVE):
         _remove(tmp)
     name = signal.Signals(signum).name
