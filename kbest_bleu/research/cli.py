@@ -63,6 +63,39 @@ def _cmd_mqm(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_chen_cherry(a: argparse.Namespace) -> int:
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from .chen_cherry import PAPER, chen_cherry_tables
+    from .metaeval import mean_over_lps
+    cfg = _config(a)
+    data = Path(a.data)
+    w12 = tuple(pq.read_table(p) for p in _need(data, ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"]))
+    names13 = ["wmt13_segments.parquet", "wmt13_rr_pairs.parquet"]
+    w13 = tuple(pq.read_table(data / n) for n in names13) if all((data / n).exists() for n in names13) else None
+    blocks = chen_cherry_tables(w12, w13, cfg, a.distinct_pairs)
+    pairs = "distinct pairs" if a.distinct_pairs else "one pair per ranking"
+    print(f"\nChen & Cherry 2014 Tables 2-3, {_signature(cfg)}, seed-paper tau, WMT13 {pairs}")
+    means = {}
+    for (direction, test), per in blocks.items():
+        lps = list(per)
+        means[direction, test] = avg = mean_over_lps(per)
+        print(f"\n{test}, {direction} English: per-pair seg tau, mean seg tau and system Pearson / Spearman\n")
+        rows = [(row,) + tuple(per[lp][i][1] for lp in lps) + avg[i][1:] for i, row in enumerate(r[0] for r in avg)]
+        print(markdown(["BLEU"] + lps + ["seg tau", "sys Pearson", "sys Spearman"], rows))
+    for direction in ("into", "out"):
+        sets = [t for d, t in blocks if d == direction]
+        ours = np.mean([[r[1:] for r in means[direction, t]] for t in sets], axis=0)
+        print(f"\n{direction} English, mean of {' and '.join(sets)} beside the paper (mean of WMT12 and WMT13)\n")
+        rows = []
+        for i, (row, paper) in enumerate(PAPER[direction].items()):
+            rows.append((row,) + tuple(v for k in range(3) for v in (ours[i][k], paper[k], ours[i][k] - paper[k])))
+        print(markdown(["BLEU"] + [f"{c} {w}" for c in ("seg tau", "sys r", "sys rho") for w in ("ours", "paper", "diff")],
+                       rows))
+    return 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     from ..config import TOKENIZERS
     p.add_argument("--data", default=str(_DATA), help="directory with the shared parquet files")
@@ -82,3 +115,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r = recipes.add_parser("mqm", help="WMT22 zh-en MQM: segment tau-b / Pearson, system Pearson / Spearman")
     _common(r)
     r.set_defaults(func=_cmd_mqm)
+    r = recipes.add_parser("chen-cherry", help="Chen & Cherry 2014 Tables 2-3 on WMT12 and WMT13, the paper beside ours")
+    _common(r)
+    r.add_argument("--distinct-pairs", action="store_true",
+                   help="WMT13: one row per distinct judged pair (default: one per 5-way ranking, as released)")
+    r.set_defaults(func=_cmd_chen_cherry)

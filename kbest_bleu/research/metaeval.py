@@ -21,8 +21,8 @@ from ..errors import InputError
 from ..stats import BleuStats, ngram_stats
 from .correlation import kendall_tau_b, kendall_tau_pairs, pearson, spearman
 
-__all__ = ["SMOOTHING_ROWS", "Scored", "human_system_scores", "mqm_table", "score_systems", "system_scores",
-           "table_by_lp", "wmt12_table"]
+__all__ = ["SMOOTHING_ROWS", "Scored", "human_system_scores", "mean_over_lps", "mqm_table", "score_systems",
+           "system_scores", "table_by_lp", "wmt12_table"]
 
 def _lookup(keys: pa.Table, query: pa.Table, names: Sequence[str], what: str) -> np.ndarray:
     """Row index in ``keys`` of each row of ``query`` (equal on ``names``); every row must exist."""
@@ -96,8 +96,13 @@ def wmt12_table(segments: pa.Table, pairs: pa.Table, lps: Sequence[str], config:
     corpus BLEU for crp, Eq. 13 document BLEU of the smoothed sentence BLEU otherwise), each
     averaged over the language pairs ``lps`` (Chen & Cherry 2014, section 3.1).
     Returns [(row, seg_tau, sys_pearson, sys_spearman)]."""
-    per = table_by_lp(segments, pairs, lps, config, variant)
-    return [(row,) + tuple(float(np.mean([per[lp][i][k] for lp in lps])) for k in (1, 2, 3))
+    return mean_over_lps(table_by_lp(segments, pairs, lps, config, variant))
+
+
+def mean_over_lps(per: dict) -> list:
+    """The mean over the language pairs of a :func:`table_by_lp` result, per row and column (the
+    paper's averaging, section 3.1): [(row, seg_tau, sys_pearson, sys_spearman)]."""
+    return [(row,) + tuple(float(np.mean([rows[i][k] for rows in per.values()])) for k in (1, 2, 3))
             for i, row in enumerate(SMOOTHING_ROWS)]
 
 
