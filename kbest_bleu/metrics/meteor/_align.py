@@ -16,7 +16,11 @@ its pruning decide the chunks, hence the score:
   distances of the siblings before it, the skipping path gets all of them. Reproduced as is.
 
 Paths store their used test words as a bitset and their chosen matches as a node in a shared
-log (parent pointer), so a child costs a few words instead of two arrays.
+log (parent pointer), so a child costs a few words instead of two arrays. The jar sorts every path
+it made, then keeps the best ``beam``; here each new path is offered, in the order the jar makes
+them, to a beam kept sorted (after the paths of equal key, as a stable sort puts it), so a child
+that would be pruned is never copied, and a step where no path branches (a definite match, a word
+without candidates) is re-sorted in place at linear cost. Same paths, same order, same winner.
 """
 
 from __future__ import annotations
@@ -35,38 +39,49 @@ _MATCH = np.int64(1) << np.int64(51)
 _CHUNK = np.int64(1) << np.int64(39)
 
 
+@njit(cache=True, inline="always")
+def _fits(k, key, kept, n_kept, beam):
+    """Whether a path of key k, made after the kept ones, enters the next step's beam: a stable
+    sort puts it after every kept path of equal key, so when the beam is full it must be better
+    than the last one."""
+    return n_kept < beam or k < key[kept[n_kept - 1]]
+
+
 @njit(cache=True)
-def _stable_order(n, key, order, tmp):
-    """order[:n] = path indices 0..n-1 sorted stably by key (bottom-up merge sort: Java's
-    Collections.sort is stable, so ties keep the order in which the paths were made)."""
-    for k in range(n):
-        order[k] = k
-    width = 1
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            a, b, k = lo, mid, lo
-            while a < mid and b < hi:
-                if key[order[b]] < key[order[a]]:  # take from the right only if strictly better
-                    tmp[k] = order[b]
-                    b += 1
-                else:
-                    tmp[k] = order[a]
-                    a += 1
-                k += 1
-            while a < mid:
-                tmp[k] = order[a]
-                a += 1
-                k += 1
-            while b < hi:
-                tmp[k] = order[b]
-                b += 1
-                k += 1
-            lo = hi
-        order[:n] = tmp[:n]
-        width *= 2
+def _keep(slot, key, kept, n_kept, beam, free, n_free):
+    """Put path ``slot`` (it :func:`_fits`) into kept[:n_kept], the next step's beam sorted stably by
+    key: after the paths of equal key; the last path falls out when more than ``beam`` remain, its
+    slot onto the free stack. Returns (n_kept, n_free)."""
+    k = key[slot]
+    lo, hi = 0, n_kept
+    while lo < hi:  # the first kept path with a larger key
+        mid = (lo + hi) >> 1
+        if key[kept[mid]] <= k:
+            lo = mid + 1
+        else:
+            hi = mid
+    if n_kept == beam:
+        free[n_free] = kept[n_kept - 1]
+        n_free += 1
+        n_kept -= 1
+    for q in range(n_kept, lo, -1):
+        kept[q] = kept[q - 1]
+    kept[lo] = slot
+    return n_kept + 1, n_free
+
+
+@njit(cache=True)
+def _resort(cur, n, key):
+    """Stable insertion sort of cur[:n] by key: after a step where every path moved on alone (a
+    definite match or a word without candidates) the jar's stable sort, at the cost of the few
+    inversions that step made."""
+    for a in range(1, n):
+        p = cur[a]
+        b = a
+        while b > 0 and key[cur[b - 1]] > key[p]:
+            cur[b] = cur[b - 1]
+            b -= 1
+        cur[b] = p
 
 
 @njit(cache=True)
@@ -74,11 +89,11 @@ def workspace(max_i, max_j, beam):
     """Scratch arrays for :func:`align_into`, for hypotheses up to max_i and references up to
     max_j tokens (allocated once per segment, not once per pair)."""
     n_w = (max_i + 63) // 64 + 1
-    cap = beam * (max_i + 1) + 1
+    slots = 2 * beam + 2  # the paths being expanded, the next step's beam and one new child
     log_cap = beam * max_i * max_j + 1
     return (np.empty(max_j + 1, np.int64), np.empty(max_i + 1, np.int64), np.empty(max_i * max_j + 1, np.int64),
-            np.empty(max_j + 1, np.int64), np.empty((2, cap, n_w), np.uint64), np.empty((3, 2, cap), np.int64),
-            np.empty((3, log_cap), np.int64), np.empty((2, cap), np.int64))
+            np.empty(max_j + 1, np.int64), np.empty((slots, n_w), np.uint64), np.empty((3, slots), np.int64),
+            np.empty((3, log_cap), np.int64), np.empty((3, slots), np.int64))
 
 
 @njit(cache=True)
@@ -90,7 +105,7 @@ def align_into(hyp, ref, beam, ws):
     Returns int64[J] (a view into ws): the test position aligned to each reference position, -1
     where none.
     """
-    cstart, cov1, cand, fixed, used, paths, log, order_tmp = ws
+    cstart, cov1, cand, fixed, used, paths, log, lists = ws
     n_i, n_j = hyp.shape[0], ref.shape[0]
     cov1[:n_i] = 0
     cstart[0] = 0
@@ -104,66 +119,87 @@ def align_into(hyp, ref, beam, ws):
         cstart[j + 1] = k
     # definite matches: the only candidate of ref word j, and test word i has no other candidate
     n_w = (n_i + 63) // 64
-    used[0, 0, :n_w] = 0
-    ambiguous, cmax, widest = False, 0, 1
+    used[0, :n_w] = 0
+    ambiguous = False
     for j in range(n_j):
         c = cstart[j + 1] - cstart[j]
         fixed[j] = -1
         if c == 1 and cov1[cand[cstart[j]]] == 1:
             i = cand[cstart[j]]
             fixed[j] = i
-            used[0, 0, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            used[0, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
         elif c > 0:
             ambiguous = True
-            cmax = max(cmax, c)
-            widest = min(widest * (c + 1), beam)  # paths alive at once
     if not ambiguous:  # one path: the definite matches
         return fixed[:n_j]
+    # paths live in slots (key, last, node, used bitset); cur[:n_cur] is the beam in the jar's order
     key, last, node = paths[0], paths[1], paths[2]
     log_parent, log_j, log_i = log[0], log[1], log[2]
-    order, tmp = order_tmp[0], order_tmp[1]
-    key[0, 0], last[0, 0], node[0, 0] = (MAX_TOKENS - 1) * _MATCH, -1, -1
-    n_log = 0
-    n_cur, s = 1, 0
-    for current in range(n_j + 1):
-        _stable_order(n_cur, key[s], order, tmp)
-        t = 1 - s
+    cur, nxt, free = lists[0], lists[1], lists[2]
+    key[0], last[0], node[0] = (MAX_TOKENS - 1) * _MATCH, -1, -1
+    cur[0], n_cur, n_fresh, n_free, n_log = 0, 1, 1, 0, 0
+    for current in range(n_j):
+        c0, c1 = cstart[current], cstart[current + 1]
+        if fixed[current] != -1:  # a definite match (all exact matches have length 1)
+            i = fixed[current]
+            for r in range(n_cur):
+                p = cur[r]
+                key[p] += abs(current - i) - _MATCH
+                if last[p] != -1 and i != last[p]:
+                    key[p] += _CHUNK
+                last[p] = i + 1
+            _resort(cur, n_cur, key)
+            continue
+        if c0 == c1:  # no candidate: every path skips the word
+            for r in range(n_cur):
+                p = cur[r]
+                if last[p] != -1:
+                    key[p] += _CHUNK
+                    last[p] = -1
+            _resort(cur, n_cur, key)
+            continue
         n_next = 0
-        for rank in range(min(beam, n_cur)):
-            p = order[rank]
-            if current == n_j:  # complete: close the last chunk
-                if last[s, p] != -1:
-                    key[s, p] += _CHUNK
-            elif fixed[current] != -1:  # a definite match (all exact matches have length 1)
-                i = fixed[current]
-                key[s, p] += abs(current - i) - _MATCH
-                if last[s, p] != -1 and i != last[s, p]:
-                    key[s, p] += _CHUNK
-                last[s, p] = i + 1
+        for r in range(n_cur):
+            p = cur[r]
+            for k in range(c0, c1):
+                i = cand[k]
+                w, bit = i >> 6, np.uint64(1) << np.uint64(i & 63)
+                if used[p, w] & bit:
+                    continue
+                child = key[p] - _MATCH + (_CHUNK if last[p] != -1 and i != last[p] else 0)
+                key[p] += abs(current - i)  # the jar's quirk: distance onto the parent, see module doc
+                if not _fits(child, key, nxt, n_next, beam):
+                    continue
+                if n_free > 0:
+                    n_free -= 1
+                    c = free[n_free]
+                else:
+                    c = n_fresh
+                    n_fresh += 1
+                for x in range(n_w):
+                    used[c, x] = used[p, x]
+                used[c, w] |= bit
+                key[c], last[c], node[c] = child, i + 1, n_log
+                log_parent[n_log], log_j[n_log], log_i[n_log] = node[p], current, i
+                n_log += 1
+                n_next, n_free = _keep(c, key, nxt, n_next, beam, free, n_free)
+            if last[p] != -1:  # the parent skips this reference word
+                key[p] += _CHUNK
+                last[p] = -1
+            if _fits(key[p], key, nxt, n_next, beam):
+                n_next, n_free = _keep(p, key, nxt, n_next, beam, free, n_free)
             else:
-                for k in range(cstart[current], cstart[current + 1]):
-                    i = cand[k]
-                    w, bit = i >> 6, np.uint64(1) << np.uint64(i & 63)
-                    if used[s, p, w] & bit:
-                        continue
-                    used[t, n_next, :n_w] = used[s, p, :n_w]
-                    used[t, n_next, w] |= bit
-                    key[t, n_next] = key[s, p] - _MATCH + (_CHUNK if last[s, p] != -1 and i != last[s, p] else 0)
-                    last[t, n_next] = i + 1
-                    log_parent[n_log], log_j[n_log], log_i[n_log] = node[s, p], current, i
-                    node[t, n_next] = n_log
-                    n_log += 1
-                    n_next += 1
-                    key[s, p] += abs(current - i)  # the jar's quirk: distance onto the parent, see module doc
-                if last[s, p] != -1:  # skip this reference word
-                    key[s, p] += _CHUNK
-                    last[s, p] = -1
-            used[t, n_next, :n_w] = used[s, p, :n_w]
-            key[t, n_next], last[t, n_next], node[t, n_next] = key[s, p], last[s, p], node[s, p]
-            n_next += 1
-        n_cur, s = n_next, t
-    _stable_order(n_cur, key[s], order, tmp)
-    x = node[s, order[0]]
+                free[n_free] = p
+                n_free += 1
+        cur, nxt, n_cur = nxt, cur, n_next
+    best = cur[0]
+    for r in range(n_cur):  # complete: close the last chunk; the stable sort's first path wins
+        p = cur[r]
+        if last[p] != -1:
+            key[p] += _CHUNK
+        if key[p] < key[best]:
+            best = p
+    x = node[best]
     while x != -1:
         fixed[log_j[x]] = log_i[x]
         x = log_parent[x]
