@@ -242,3 +242,12 @@ def test_simplemma_lemmas_find_inflected_pairs(toy):
     new, made = paraphrase("the big car was bought by the president .",
                            "the large automobile was purchased by the chairman .", toy, analyzer="simplemma")
     assert made == [(1, "large", "big"), (2, "automobile", "car"), (4, "purchased", "bought"), (7, "chairman", "president")]
+
+
+def test_words_are_meteors_tokens_and_unchanged_references_stay_byte_identical(toy):
+    """Words split on the jar's whitespace only ([ \\t\\n\\r\\f]): a no-break space joins two
+    words into one token, as in Meteor. A reference without substitutions is returned as given;
+    one with substitutions is rebuilt from its tokens with single spaces."""
+    assert paraphrase("the big car", "the  large car ", toy) == ("the big car", [(1, "large", "big")])
+    assert paraphrase("the big car", "the\u00a0large  car", toy) == ("the\u00a0large  car", [])
+    assert paraphrase("the big car", "a\tlarge\u2003x large", toy) == ("a large\u2003x big", [(2, "large", "big")])

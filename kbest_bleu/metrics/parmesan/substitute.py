@@ -75,15 +75,35 @@ def _substitute(seg_ptr, unit_ptr, ref_ptr, ref_lem, ref_pos, hyp_ptr, hyp_lem, 
     return sub
 
 
+# Meteor's tokens are split on the jar's whitespace [ \t\n\r\f]; Python's str.split (the fast
+# numba tokenizer) also splits on these characters, so texts holding one take the regex path.
+_PY_ONLY_SPACE = "[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+_JAR_SPACE = "[ \t\n\r\f]+"
+
+
+def words(strings: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The words of every string as Meteor (exact) tokenizes them: string [T] and int64 [n+1]."""
+    if not pc.any(pc.match_substring_regex(strings, _PY_ONLY_SPACE)).as_py():
+        tokens, ptr = tokenize(strings)
+        return tokens.cast(pa.string()), ptr
+    lists = pc.split_pattern_regex(strings, _JAR_SPACE)
+    flat, rows = pc.list_flatten(lists), pc.list_parent_indices(lists)
+    keep = pc.greater(pc.binary_length(flat), 0)  # the empty strings around leading/trailing spaces
+    ptr = np.zeros(len(strings) + 1, np.int64)
+    np.cumsum(np.bincount(rows.filter(keep).to_numpy(), minlength=len(strings)), out=ptr[1:])
+    return flat.filter(keep).cast(pa.string()), ptr
+
+
 @dataclass(frozen=True)
 class Sentences:
     """Tokenized, analyzed sentences: forms/lemma/pos string [T] (pos None: no POS), sentence i
-    = tokens ptr[i]:ptr[i+1] (int64 [n+1])."""
+    = tokens ptr[i]:ptr[i+1] (int64 [n+1]) of the original ``text`` (string [n])."""
 
     forms: pa.Array
     ptr: np.ndarray
     lemma: pa.Array
     pos: Optional[pa.Array]
+    text: pa.Array
 
 
 def _column_tokens(values: pa.Array, ptr: np.ndarray, what: str) -> pa.Array:
@@ -92,7 +112,7 @@ def _column_tokens(values: pa.Array, ptr: np.ndarray, what: str) -> pa.Array:
     if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
         flat, counts = pc.list_flatten(values), pc.list_value_length(values).to_numpy(zero_copy_only=False)
     elif pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
-        flat, vptr = tokenize(values)
+        flat, vptr = words(values)
         counts = np.diff(vptr)
     else:
         raise InputError(f"{what}: expected a list of strings or a space-separated string per sentence, "
@@ -111,19 +131,19 @@ def _column_tokens(values: pa.Array, ptr: np.ndarray, what: str) -> pa.Array:
 
 def analyze(strings: pa.Array, analyzer: str = "lower", lang: str = "en", lemma: Optional[pa.Array] = None,
             pos: Optional[pa.Array] = None, what: str = "sentences") -> Sentences:
-    """Split ``strings`` (string [n]) on whitespace and give every word its lemma and POS, from
+    """Split ``strings`` (string [n]) into :func:`words` and give every word its lemma and POS, from
     the columns ``lemma``/``pos`` when given (analyzer ``columns``), else from ``analyzer``."""
-    forms, ptr = tokenize(pa.array(strings, pa.string()) if not isinstance(strings, pa.Array) else strings)
-    forms = forms.cast(pa.string())
+    text = (strings if isinstance(strings, pa.Array) else pa.array(strings, pa.string())).cast(pa.string())
+    forms, ptr = words(text)
     if analyzer == "columns":
         if lemma is None:
             raise InputError(f"analyzer columns: expected a lemma column for the {what}, found none; "
                              f"give --hyp-lemma-col/--ref-lemma-col or another --analyzer")
         lem = pc.utf8_lower(_column_tokens(lemma, ptr, f"{what} lemma column"))
         tags = None if pos is None else _column_tokens(pos, ptr, f"{what} POS column")
-        return Sentences(forms, ptr, lem, tags)
+        return Sentences(forms, ptr, lem, tags, text)
     lem, tags = analyze_tokens(forms, ptr, analyzer, lang)
-    return Sentences(forms, ptr, lem, tags)
+    return Sentences(forms, ptr, lem, tags, text)
 
 
 @dataclass(frozen=True)
@@ -193,6 +213,8 @@ def paraphrase_kbest(hyps: Sentences, refs: Sentences, unit_ptr: np.ndarray, seg
     changed = np.zeros(n_slots + 1, np.int64)
     np.cumsum(sub >= 0, out=changed[1:])
     count = np.diff(changed[offsets]).astype(np.int32)
+    # a reference without substitutions stays byte for byte the original (its spacing included)
+    joined = pc.if_else(pa.array(count > 0), joined, refs.text.take(pa.array(unit_of)).cast(joined.type))
     references = pa.LargeListArray.from_arrays(pa.array(units), joined.cast(pa.large_string()))
     return Paraphrases(references, units, count, sub, slots)
 
