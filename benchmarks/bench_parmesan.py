@@ -98,14 +98,34 @@ def _e2e(metric, src: Path, dst: Path) -> None:
                    dst, compression="zstd")
 
 
-def _median(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
+def _interleaved(fns: dict, repeats: int) -> dict:
+    """Median seconds of each function; the repeats take turns so that load from other jobs on
+    this shared machine falls on all rows alike. One warm-up call each first."""
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    times: dict = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def _python_rows(path, ptr, hyps, flat_refs, cols, n_rows: int, k: int):
+    """The straightforward paraphraser's inputs on a seeded subset of whole segments: a callable
+    returning [(row, paraphrased reference)] and the number of rows."""
+    raw = read_table(path)
+    order = np.lexsort((raw.order, -raw.prob, raw.rank, np.array(raw.ref, dtype=object).astype(str)))
+    by_ref: dict = {}
+    for i in order:
+        by_ref.setdefault(raw.ref[i], []).append((raw.hyp[i], raw.pos[i]))
+    segs = np.sort(np.random.default_rng(0).choice(len(ptr) - 1, max(1, n_rows // k), replace=False))
+    sub = [(s, h) for s in segs for h in range(ptr[s], ptr[s + 1])]
+    hl, hp, rl, rp = (cols[c] for c in ("hyp_lemma", "hyp_pos", "ref_lemma", "ref_pos"))
+    hyp_py = [list(zip(hyps[h].as_py().split(), hl[h].as_py(), hp[h].as_py())) for _, h in sub]
+    ref_py = {s: list(zip(flat_refs[s].as_py().split(), rl[s].as_py(), rp[s].as_py())) for s in segs}
+    return (lambda: [(h, python_paraphrase(hw, ref_py[s], by_ref)) for hw, (s, h) in zip(hyp_py, sub)]), len(sub)
 
 
 def main() -> None:
@@ -123,54 +143,32 @@ def main() -> None:
     hyps = table["hypothesis"].combine_chunks().cast(pa.string())
     flat_refs = pc.list_flatten(refs).cast(pa.string())
     t0 = time.perf_counter()
-    hl, hp = _columns(hyps)
-    rl, rp = _columns(flat_refs)
+    cols = dict(zip(("hyp_lemma", "hyp_pos", "ref_lemma", "ref_pos"), (*_columns(hyps), *_columns(flat_refs))))
     analysis = time.perf_counter() - t0
-    compiled = load_table(path)
-    cols = dict(analyzer="columns", hyp_lemma=hl, hyp_pos=hp, ref_lemma=rl, ref_pos=rp)
-    params = meteor_params("en")
-    n = table.num_rows
-    rows = {}
-    rows["paraphrase, ours"] = _median(lambda: paraphrase_segments(hyps, refs, ptr, compiled, **cols), a.repeats)
-    rows["Parmesan (paraphrase + Meteor exact), ours"] = _median(
-        lambda: parmesan_segments(hyps, refs, ptr, compiled, params, **cols), a.repeats)
+    compiled, params, n = load_table(path), meteor_params("en"), table.num_rows
+    python, n_py = _python_rows(path, ptr, hyps, flat_refs, cols, a.python_rows, a.k)
+    ours = paraphrase_segments(hyps, refs, ptr, compiled, analyzer="columns", **cols)[0].references
+    mismatches = sum(ours[h][0].as_py() != o for h, o in python())
+    metric = from_options(paraphrases=path, analyzer="columns", **{f"{c}_col": c for c in cols})
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "in.parquet", Path(tmp) / "out.parquet"
-        _write_input(table, ptr, (hl, hp, rl, rp), src)
-        metric = from_options(paraphrases=path, analyzer="columns", hyp_lemma_col="hyp_lemma", hyp_pos_col="hyp_pos",
-                              ref_lemma_col="ref_lemma", ref_pos_col="ref_pos")
-        rows["Parmesan end to end from parquet (read, score, write), ours"] = _median(
-            lambda: _e2e(metric, src, dst), a.repeats)
-    rows["Meteor exact alone, original references"] = _median(lambda: meteor_segments(hyps, refs, ptr, params),
-                                                              a.repeats)
-    # the straightforward Python paraphraser on a seeded subset of whole segments, checked equal
-    raw = read_table(path)
-    order = np.lexsort((raw.order, -raw.prob, raw.rank, np.array(raw.ref, dtype=object).astype(str)))
-    by_ref: dict = {}
-    for i in order:
-        by_ref.setdefault(raw.ref[i], []).append((raw.hyp[i], raw.pos[i]))
-    n_seg = max(1, a.python_rows // a.k)
-    segs = np.sort(np.random.default_rng(0).choice(len(ptr) - 1, n_seg, replace=False))
-    sub = [(s, h) for s in segs for h in range(ptr[s], ptr[s + 1])]
-
-    def words(text, lem, pos):
-        return list(zip(text.split(), lem, pos))
-
-    hyp_py = [words(hyps[h].as_py(), hl[h].as_py(), hp[h].as_py()) for _, h in sub]
-    ref_py = {s: words(flat_refs[s].as_py(), rl[s].as_py(), rp[s].as_py()) for s in segs}
-    t = time.perf_counter()
-    py_out = [python_paraphrase(hw, ref_py[s], by_ref) for hw, (s, _) in zip(hyp_py, sub)]
-    py_time = (time.perf_counter() - t) * n / len(sub)
-    ours = paraphrase_segments(hyps, refs, ptr, compiled, **cols)[0].references
-    mismatches = sum(ours[h][0].as_py() != o for (_, h), o in zip(sub, py_out))
+        _write_input(table, ptr, tuple(cols.values()), src)
+        secs = _interleaved({
+            "paraphrase, ours": lambda: paraphrase_segments(hyps, refs, ptr, compiled, analyzer="columns", **cols),
+            "Parmesan (paraphrase + Meteor exact), ours":
+                lambda: parmesan_segments(hyps, refs, ptr, compiled, params, analyzer="columns", **cols),
+            "Parmesan end to end from parquet (read, score, write), ours": lambda: _e2e(metric, src, dst),
+            "Meteor exact alone, original references": lambda: meteor_segments(hyps, refs, ptr, params),
+            "paraphrase, straightforward Python*": python}, a.repeats)
+    secs["paraphrase, straightforward Python*"] *= n / n_py
     print(f"{a.segments} segments x {a.k}-best x 1 ref ({n:,} rows); table {Path(path).name} "
           f"({len(compiled.hyp):,} directed pairs); lemma/POS columns built in {analysis:.1f} s (not timed below)")
-    print("| what | time (s) | hypotheses/s | vs Python |\n|---|---|---|---|")
-    for name, secs in rows.items():
-        print(f"| {name} | {secs:.3f} | {n / secs:,.0f} | {py_time / secs:.0f}x |")
-    print(f"| paraphrase, straightforward Python* | {py_time:.2f} | {n / py_time:,.0f} | 1x |")
-    print(f"* extrapolated from {len(sub):,} rows ({n_seg} whole segments); its references differ from ours "
-          f"on {mismatches} of them")
+    print("| what | time (s) | hypotheses/s | vs Python paraphrase |\n|---|---|---|---|")
+    py = secs["paraphrase, straightforward Python*"]
+    for name, t in secs.items():
+        print(f"| {name} | {t:.3f} | {n / t:,.0f} | {py / t:.1f}x |")
+    print(f"* extrapolated from {n_py:,} rows (whole segments); its references differ from ours on {mismatches} "
+          "of them")
 
 
 if __name__ == "__main__":
