@@ -273,6 +273,16 @@ def test_kbest_path_equals_rows_and_pairs(hyp_words, ref_words):
         assert seg.stats[k].tolist() == singles[seg.best_reference[k]].stats[0].tolist()
 
 
+def test_repeated_hypotheses_scored_once_per_segment_only():
+    """Repeats within a segment copy the first one's results; the same text in another segment
+    (another reference) is scored again."""
+    hyps = ["the cat the mat", "a b", "the cat the mat", "the cat the mat"]
+    assert meteor_score._first_copies(pa.array(hyps), np.array([0, 3, 4])).tolist() == [0, 1, 0, 3]
+    seg = meteor_segments(hyps, [["the mat the cat"], ["the cat on the mat"]], [0, 3, 4])
+    rows = meteor_rows(hyps, [["the mat the cat"]] * 3 + [["the cat on the mat"]])
+    assert seg.stats.tolist() == rows.stats.tolist() and seg.stats[0].tolist() != seg.stats[3].tolist()
+
+
 # ---------------------------------------------------------------------------------------------
 # tokens, hash codes, parameters
 

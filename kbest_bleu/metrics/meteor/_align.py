@@ -270,12 +270,14 @@ def metrics(st, alpha, beta, gamma, delta):
 
 
 @njit(cache=True, parallel=True)
-def segment_stats(tok, fw, hyp_ptr, ref_tok, ref_fw, ref_ptr, seg_hyp_ptr, seg_ref_ptr,
+def segment_stats(tok, fw, hyp_ptr, ref_tok, ref_fw, ref_ptr, seg_hyp_ptr, seg_ref_ptr, first,
                   alpha, beta, gamma, delta, beam):
     """Meteor of every hypothesis row against its segment's references (best score, first on ties).
 
     tok int32[T], fw bool[T] (hypothesis tokens, row i = tok[hyp_ptr[i]:hyp_ptr[i+1]]);
-    ref_tok int32[Tr], ref_fw bool[Tr], ref_ptr int64[R+1]; seg_hyp_ptr, seg_ref_ptr int64[S+1].
+    ref_tok int32[Tr], ref_fw bool[Tr], ref_ptr int64[R+1]; seg_hyp_ptr, seg_ref_ptr int64[S+1];
+    first int64[H]: an earlier row of the same segment with the same tokens (its results are
+    copied, K-best lists repeat hypotheses), or the row itself.
     Returns stats int64[H, 23], p, r, penalty, score float64[H], best int64[H] (reference index
     within the segment, -1 for a segment without references). Parallel over segments.
     """
@@ -293,6 +295,10 @@ def segment_stats(tok, fw, hyp_ptr, ref_tok, ref_fw, ref_ptr, seg_hyp_ptr, seg_r
             max_j = max(max_j, ref_ptr[r + 1] - ref_ptr[r])
         ws = workspace(max_i, max_j, beam)
         for h in range(seg_hyp_ptr[s], seg_hyp_ptr[s + 1]):
+            if first[h] != h:  # a repeat, scored already by this thread
+                stats[h], best[h] = stats[first[h]], best[first[h]]
+                res[:, h] = res[:, first[h]]
+                continue
             top = -1.0
             a, b = hyp_ptr[h], hyp_ptr[h + 1]
             for r in range(seg_ref_ptr[s], seg_ref_ptr[s + 1]):

@@ -102,6 +102,15 @@ def _tokens(texts: pa.Array, params: MeteorParams) -> tuple[np.ndarray, np.ndarr
     return np.ascontiguousarray(ids, np.int32), fw_tok, ptr
 
 
+def _first_copies(hyps: pa.Array, seg_ptr: np.ndarray) -> np.ndarray:
+    """int64[H]: for each row, the first row of its segment with the same text (itself if none)."""
+    ids = pc.dictionary_encode(hyps).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    seg = np.repeat(np.arange(len(seg_ptr) - 1, dtype=np.int64), np.diff(seg_ptr))
+    _, first, inverse = np.unique(seg * (int(ids.max(initial=0)) + 1) + ids, return_index=True,
+                                  return_inverse=True)  # return_index: the first occurrence
+    return first[inverse.reshape(-1)].astype(np.int64)
+
+
 def _as_text(hypotheses: Any) -> pa.Array:
     arr = hypotheses_array(hypotheses)
     if is_token_lists(arr.type):
@@ -146,7 +155,8 @@ def meteor_segments(hypotheses: Any, references: Any, seg_ptr: Any,
                          "per sentence (the aligner packs its counts in 64 bits); split the text into sentences")
     stats, p, r, pen, score, best = _align.segment_stats(
         ids[:n_tok], fw[:n_tok], tok_ptr[:n_h + 1], ids[n_tok:], fw[n_tok:], tok_ptr[n_h:] - n_tok, ptr,
-        list_offsets(refs), params.alpha, params.beta, params.gamma, params.delta, params.beam_size)
+        list_offsets(refs), _first_copies(hyps, ptr), params.alpha, params.beta, params.gamma, params.delta,
+        params.beam_size)
     return MeteorResult(score, p, r, pen, stats, best)
 
 
