@@ -109,12 +109,14 @@ def _sim(values, row_emb, col_emb, matrix, i, j):
 
 
 @njit(cache=True)
-def _row_best(values, row_emb, col_emb, matrix, row, cols, cc, floor, eps):
+def _row_best(values, row_emb, col_emb, matrix, row, cols, cc, floor, eps, start):
     """The first column with the highest weight > floor still available to ``row``: (column, weight),
-    (-1, floor) if none. A pair with an unknown n-gram weighs ``eps`` (NaN: never taken)."""
+    (-1, floor) if none. A pair with an unknown n-gram weighs ``eps`` (NaN: never taken). A row
+    without a vector weighs eps with every column, so its best is the first available one, found
+    from ``start`` (the columns before its previous best are used up)."""
     best_j, best_v = -1, floor
     unknown_row = row_emb[row] < 0
-    for j in range(len(cols)):
+    for j in range(start if unknown_row else 0, len(cols)):
         if cc[j] > 0:
             if unknown_row:  # every pair weighs eps: the first available column
                 return (j, eps) if eps > floor else (-1, floor)
@@ -142,7 +144,7 @@ def _greedy(rows, rc, cols, cc, values, row_emb, col_emb, matrix, floor, eps, be
     """
     na = len(rows)
     for i in range(na):
-        best_j[i], best_v[i] = _row_best(values, row_emb, col_emb, matrix, rows[i], cols, cc, floor, eps)
+        best_j[i], best_v[i] = _row_best(values, row_emb, col_emb, matrix, rows[i], cols, cc, floor, eps, 0)
     total = 0.0
     while True:
         pick, pv = -1, floor
@@ -159,7 +161,8 @@ def _greedy(rows, rc, cols, cc, values, row_emb, col_emb, matrix, floor, eps, be
         if cc[j] == 0:
             for i in range(na):
                 if rc[i] > 0 and best_j[i] == j:
-                    best_j[i], best_v[i] = _row_best(values, row_emb, col_emb, matrix, rows[i], cols, cc, floor, eps)
+                    best_j[i], best_v[i] = _row_best(values, row_emb, col_emb, matrix, rows[i], cols, cc, floor,
+                                                     eps, j + 1)
 
 
 @njit(cache=True)
