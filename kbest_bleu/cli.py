@@ -213,7 +213,7 @@ def _summary_json(s, width: int) -> dict:
 
 
 def _bleu_line(r, signature: str, a: argparse.Namespace) -> str:
-    if a.format_out == "json":
+    if a.format_out == "json" and not a.score_only:
         return json.dumps(_bleu_json(r, signature, a.width), indent=None if a.sentence_level else 1,
                           ensure_ascii=False)
     score = f"{100 * r.score:.{a.width}f}"

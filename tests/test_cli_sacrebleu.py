@@ -1,0 +1,105 @@
+"""The sacrebleu CLI and ``kbest-bleu corpus`` on the same files give the same output fields."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+SACREBLEU = [sys.executable, "-m", "sacrebleu"]
+OURS = [sys.executable, "-m", "kbest_bleu", "corpus"]
+HYPS = ["The cat sat on the mat.", "Hello, world! It's 3.5 km.", "Ça va? «Oui», dit-il.", "", "a b c d e f"]
+REFS = [["The cat is on the mat.", "Hello there, world! It is 3.5 km.", "Ça va ? « Oui », dit-il.", "x", "a b c d"],
+        ["A cat sat on a mat.", "Hi, world! It's 3.5 km!", "Ça va? Oui, dit-il.", "", "a b c d e f g"]]
+SHARED = ("nrefs", "case", "eff", "tok", "smooth")
+
+
+@pytest.fixture()
+def files(tmp_path):
+    (tmp_path / "hyp.txt").write_text("\n".join(HYPS) + "\n", encoding="utf-8")
+    for j, stream in enumerate(REFS):
+        (tmp_path / f"ref{j}.txt").write_text("\n".join(stream) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def _run(cmd, cwd, stdin=None):
+    return subprocess.run(cmd, cwd=cwd, input=stdin, capture_output=True, text=True, check=True).stdout
+
+
+def _both(args, cwd, monkeypatch, capfd):
+    """(ours, sacrebleu's) stdout on the same argv: our CLI's main in this process, sacrebleu's CLI
+    as a process (it reopens stdout by file descriptor, which cannot be captured in-process)."""
+    from kbest_bleu.cli import main
+    monkeypatch.chdir(cwd)
+    capfd.readouterr()
+    assert main(["corpus"] + args) == 0
+    return capfd.readouterr().out, _run(SACREBLEU + args, cwd)
+
+
+@pytest.mark.parametrize("tok", ["13a", "none", "intl", "char", "zh"])
+@pytest.mark.parametrize("nrefs", [1, 2])
+def test_corpus_json_fields_equal_sacrebleu(files, tok, nrefs, monkeypatch, capfd):
+    refs = [f"ref{j}.txt" for j in range(nrefs)]
+    got, want = map(json.loads, _both(refs + ["-i", "hyp.txt", "--tokenize", tok, "-f", "json", "-w", "4"], files,
+                                      monkeypatch, capfd))
+    for key in ("name", "score", "verbose_score") + SHARED:
+        assert got[key] == want[key], key
+
+
+def test_corpus_stdin_in_process_equals_sacrebleu(files, monkeypatch, capfd):
+    from kbest_bleu.cli import main
+    want = _run(SACREBLEU + ["ref0.txt", "ref1.txt", "-b", "-w", "3"], files,
+                (files / "hyp.txt").read_text(encoding="utf-8"))
+    monkeypatch.chdir(files)
+    for extra in ([], ["-i", "-"]):
+        monkeypatch.setattr(sys, "stdin", open(files / "hyp.txt", encoding="utf-8"))
+        capfd.readouterr()
+        assert main(["corpus", "ref0.txt", "ref1.txt", "-b", "-w", "3"] + extra) == 0
+        assert capfd.readouterr().out == want
+
+
+@pytest.mark.exhaustive
+def test_corpus_stdin_and_score_only_equal_sacrebleu(files):
+    """Both CLIs as real processes (``python -m``), hypotheses on stdin."""
+    stdin = (files / "hyp.txt").read_text(encoding="utf-8")
+    want = _run(SACREBLEU + ["ref0.txt", "ref1.txt", "-b", "-w", "3"], files, stdin)
+    assert _run(OURS + ["ref0.txt", "ref1.txt", "-b", "-w", "3"], files, stdin) == want
+    assert _run(OURS + ["ref0.txt", "ref1.txt", "-i", "-", "-b", "-w", "3"], files, stdin) == want
+
+
+def _fields(line):
+    """(score, verbose, signature fields) of a text line 'BLEU|sig = score verbose'."""
+    sig, rest = line.split(" = ", 1)
+    score, verbose = rest.split(" ", 1)
+    return score, verbose, {k: v for k, v in (p.split(":", 1) for p in sig.split("|") if ":" in p) if k in SHARED}
+
+
+@pytest.mark.parametrize("tok", ["13a", "intl"])
+def test_sentence_level_equal_sacrebleu(files, tok, monkeypatch, capfd):
+    args = ["ref0.txt", "ref1.txt", "-i", "hyp.txt", "--sentence-level", "--tokenize", tok, "-w", "2"]
+    got, want = (out.splitlines() for out in _both(args, files, monkeypatch, capfd))
+    assert len(got) == len(want) == len(HYPS)
+    for g, w in zip(got, want):
+        assert _fields(g) == _fields(w)
+
+
+def test_text_line_and_default_json_equal_sacrebleu(files, monkeypatch, capfd):
+    got, want = _both(["ref0.txt", "-i", "hyp.txt", "-f", "text"], files, monkeypatch, capfd)
+    assert _fields(got.strip()) == _fields(want.strip())
+    got, want = map(json.loads, _both(["ref0.txt", "-i", "hyp.txt"], files, monkeypatch, capfd))  # default: json
+    assert (got["score"], got["verbose_score"]) == (want["score"], want["verbose_score"])
+
+
+def test_several_systems_json_equal_sacrebleu(files, monkeypatch, capfd):
+    (files / "other.txt").write_text("\n".join(reversed(HYPS)) + "\n", encoding="utf-8")
+    got, want = _both(["ref0.txt", "ref1.txt", "-i", "hyp.txt", "other.txt", "-f", "json"], files, monkeypatch, capfd)
+    assert json.loads(got) == json.loads(want)
+
+
+def test_swapped_or_short_files_exit_2(files, capfd):
+    from kbest_bleu.cli import main
+    (files / "short.txt").write_text("one line\n", encoding="utf-8")
+    assert main(["corpus", str(files / "ref0.txt"), "-i", str(files / "short.txt")]) == 2
+    assert "short.txt: 1 lines, but" in capfd.readouterr().err
