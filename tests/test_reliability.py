@@ -305,3 +305,60 @@ def test_null_in_ref_table_names_that_file(kbest, tmp_path, old_output, capsys):
 def test_check_output_allows_a_new_file_beside_the_input(kbest, tmp_path):
     assert check_output(tmp_path / "new.parquet", [kbest]) == tmp_path / "new.parquet"
     assert np.isfinite(score_parquet(kbest, tmp_path / "new.parquet").mean_bleu)
+
+
+# ---- numba cache ------------------------------------------------------------------------------
+
+@pytest.fixture
+def broken_cache(monkeypatch):
+    """A numba FunctionCache (no __init__) whose disk operations raise as a full disk or a
+    corrupted file would; the warning state is reset so each test sees its warning."""
+    import pickle
+
+    from numba.core import caching
+
+    from kbest_bleu import _numba_cache
+    monkeypatch.setattr(_numba_cache, "_warned", [])
+    cache = object.__new__(caching.FunctionCache)
+    cache._cache_path = "/some/cache/dir"
+
+    def full(*_):
+        raise OSError(28, "No space left on device")
+
+    def corrupt(*_):
+        raise pickle.UnpicklingError("invalid load key, '\\x00'")
+    cache._save_overload, cache._load_overload = full, corrupt
+    return cache
+
+
+def test_full_numba_cache_warns_once_and_does_not_fail(broken_cache, capsys):
+    broken_cache.save_overload(None, None)
+    broken_cache.save_overload(None, None)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "/some/cache/dir" in err and "NUMBA_CACHE_DIR" in err and "Errno 28" in err
+
+
+def test_corrupted_numba_cache_compiles_instead(broken_cache, capsys):
+    class Context:
+        def refresh(self):
+            pass
+    assert broken_cache.load_overload(None, Context()) is None  # None: numba compiles the kernel
+    err = capsys.readouterr().err
+    assert "UnpicklingError" in err and "NUMBA_CACHE_DIR" in err
+
+
+@pytest.mark.exhaustive
+def test_corrupted_cache_files_still_give_the_right_score(tmp_path):
+    """Real numba: fill a cache directory, overwrite every cache file with garbage, score again."""
+    code = ("from kbest_bleu import sentence_bleu; "
+            "print(round(sentence_bleu('the cat sat on the mat', ['the cat sat on a mat']), 6))")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    files = [p for p in (tmp_path / "cache").rglob("*") if p.suffix in (".nbi", ".nbc")]
+    assert files
+    for p in files:
+        p.write_bytes(b"\x00garbage")
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout == "0.537285\n"  # the docstring's sacrebleu value 0.5372...
+    assert "NUMBA_CACHE_DIR" in again.stderr and "Traceback" not in again.stderr

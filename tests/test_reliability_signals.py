@@ -51,7 +51,8 @@ def _interrupt(large: Path, out: Path, sig: int) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout.decode(), stderr.decode())
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM,
+                                 pytest.param(signal.SIGHUP, marks=pytest.mark.exhaustive)], ids=lambda s: s.name)
 def test_signal_removes_temporary_and_exits_128_plus_signal(large, tmp_path, sig):
     out = tmp_path / "out.parquet"
     out.write_bytes(OLD)

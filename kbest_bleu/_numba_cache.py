@@ -1,0 +1,50 @@
+"""Numba's on-disk cache never fails a job (README, "Failure behaviour").
+
+``@njit(cache=True)`` loads compiled kernels from, and saves them to, the cache directory (beside
+the sources, or ``NUMBA_CACHE_DIR``). A full or unwritable directory makes saving raise
+(``[Errno 28]``), a corrupted index or data file makes loading raise (``UnpicklingError``,
+``EOFError``). Importing this module wraps numba's ``Cache.load_overload`` / ``save_overload``:
+on such an error the kernel is compiled in memory instead (the same machine code, so the same
+numbers) and one warning line names the directory and ``NUMBA_CACHE_DIR``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from numba.core import caching
+
+_original_load = caching.Cache.load_overload
+_original_save = caching.Cache.save_overload
+_warned: list = []
+
+
+def _warn(cache: Any, exc: BaseException) -> None:
+    if _warned:
+        return
+    _warned.append(True)
+    path = getattr(cache, "_cache_path", "(unknown)")
+    sys.stderr.write(f"kbest-bleu: warning: the numba cache {path} is unusable ({type(exc).__name__}: {exc}); "
+                     "compiling without it (set NUMBA_CACHE_DIR to a writable directory to keep compiled "
+                     "kernels)\n")
+
+
+def _load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+    try:
+        return _original_load(self, sig, target_context)
+    except Exception as exc:  # any unreadable cache entry: compile instead
+        _warn(self, exc)
+        return None
+
+
+def _save_overload(self: Any, sig: Any, data: Any) -> None:
+    try:
+        _original_save(self, sig, data)
+    except Exception as exc:  # full disk, read-only directory: keep the in-memory kernel
+        _warn(self, exc)
+
+
+if getattr(caching.Cache.load_overload, "__module__", None) != __name__:
+    caching.Cache.load_overload = _load_overload
+    caching.Cache.save_overload = _save_overload
