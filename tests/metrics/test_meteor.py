@@ -296,6 +296,19 @@ def test_only_the_jars_five_whitespace_characters_split():
     assert res.stats[:, 0].tolist() == [2, 3] and res.stats[:, 21].tolist() == [1, 3]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(st.sampled_from(["a", "b", "é", " ", "\t", "\xa0", "\u2003", "\x0b", "\n"]), max_size=8),
+                min_size=1, max_size=6))
+def test_split_equals_the_jars_tokens_on_mixed_rows(texts):
+    """Rows with and without Python-only spaces (split by two paths, one vocabulary) = re.split on
+    the jar's five separators, row by row."""
+    ids, ptr, vocab = meteor_score._split(pa.array(texts, pa.large_string()))
+    words = vocab.to_pylist()
+    assert [[words[i] for i in ids[ptr[k]:ptr[k + 1]]] for k in range(len(texts))] == \
+        [[w for w in re.split("[ \t\n\r\f]+", t) if w] for t in texts]
+    assert len(set(words)) == len(words)
+
+
 def test_java_hash_codes_and_jar_compat_matching():
     assert [meteor_score._java_hash(w) for w in ("hello", "Aa", "BB", "")] == [99162322, 2112, 2112, 0]
     assert meteor_score._java_hash("č😀") == (ord("č") * 31 ** 2 + 0xD83D * 31 + 0xDE00) % 2 ** 32
