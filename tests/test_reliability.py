@@ -354,11 +354,11 @@ def test_corrupted_cache_files_still_give_the_right_score(tmp_path):
             "print(round(sentence_bleu('the cat sat on the mat', ['the cat sat on a mat']), 6))")
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    files = [p for p in (tmp_path / "cache").rglob("*") if p.suffix in (".nbi", ".nbc")]
+    files = list((tmp_path / "cache").rglob("*.nbc"))  # data files; the index stays valid and points to them
     assert files
     for p in files:
         p.write_bytes(b"\x00garbage")
     again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
-    assert again.stdout == first.stdout == "0.537285\n"  # the docstring's sacrebleu value 0.5372...
+    assert again.stdout == first.stdout == "0.537285\n"  # sacrebleu 2.x: sentence_bleu(...).score 53.7284966
     assert "NUMBA_CACHE_DIR" in again.stderr and "Traceback" not in again.stderr

@@ -4,7 +4,7 @@ segments, de-duplicated across decoding iterations (README, "Tuning")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -127,9 +127,23 @@ class KbestLists:
             raise InputError("decoder_weights: the lists were loaded without a model-score column (score=...)")
         return np.linalg.lstsq(self.features, self.model_score, rcond=None)[0]
 
+    def check_weights(self, w: Any, what: str = "weights") -> np.ndarray:
+        """``w`` as float64[F] (one finite weight per feature, in ``feature_names`` order), else
+        :class:`InputError` naming ``what``; also refuses empty lists (nothing to tune on)."""
+        if len(self) == 0:
+            raise InputError(f"{what}: the K-best lists are empty (0 hypotheses); expected at least one segment")
+        try:
+            arr = np.asarray(w, np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"{what}: expected {self.features.shape[1]} numbers, found {w!r}") from None
+        if arr.shape != (self.features.shape[1],) or not np.isfinite(arr).all():
+            raise InputError(f"{what}: expected {self.features.shape[1]} finite weights, one per feature "
+                             f"({', '.join(self.feature_names)}), found shape {arr.shape}: {arr.tolist()!r}")
+        return arr
+
     def model_scores(self, w: np.ndarray) -> np.ndarray:
         """w . f of every hypothesis: float64[H]."""
-        return self.features @ np.asarray(w, np.float64)
+        return self.features @ self.check_weights(w)
 
     def one_best(self, w: np.ndarray) -> np.ndarray:
         """Row of the highest model score in each segment (first on ties): int64[S]."""
@@ -147,6 +161,10 @@ class KbestLists:
         """Greedy corpus-level oracle: coordinate ascent on unsmoothed corpus BLEU, starting from
         ``start`` (default: the sentence-level oracle)."""
         choice = np.array(self.sentence_oracle() if start is None else start, dtype=np.int64)
+        if choice.shape != (len(self.seg_ptr) - 1,) or not (
+                (self.seg_ptr[:-1] <= choice) & (choice < self.seg_ptr[1:])).all():
+            raise InputError(f"corpus_oracle: start: expected one row per segment ({len(self.seg_ptr) - 1}), each "
+                             "inside its segment's rows (seg_ptr[s] <= row < seg_ptr[s+1])")
         _greedy_oracle(moses_matrix(self.stats), self.seg_ptr, choice, self.stats.max_order, max_passes)
         return choice
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..encode import hypotheses_array, segment_pointers
+from ..errors import InputError
 from .._counting import _pair_stats
 from ..stats import BleuStats, counting_args
 from ..tokenize import prepare, split_ids
@@ -59,6 +60,9 @@ def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np
     seg_ptr = segment_pointers(segments, len(hyps))
     sizes = np.diff(seg_ptr)
     p = np.repeat(1.0 / np.maximum(sizes, 1), sizes) if probabilities is None else np.asarray(probabilities, float)
+    if p.shape != (len(hyps),) or not (np.isfinite(p) & (p >= 0)).all():
+        raise InputError(f"mbr_select: probabilities: expected {len(hyps)} finite non-negative numbers (one per "
+                         f"hypothesis), found shape {p.shape}")
     utility = np.zeros(len(hyps))
     start = 0
     while start < len(sizes):  # chunks of whole segments with at most MAX_PAIRS_PER_CHUNK pairs

@@ -7,6 +7,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..errors import InputError
 from ..stats import segment_argmax
 from ._kernels import _background_bleu
 from .lists import KbestLists, moses_matrix
@@ -44,7 +45,12 @@ def expected_bleu(kb: KbestLists, w: np.ndarray, bleu: np.ndarray, lam: float = 
 
 def background_bleu(kb: KbestLists, bg: np.ndarray) -> np.ndarray:
     """Moses kbmira background BLEU of every hypothesis: BLEU(stats + bg) x reference length."""
-    return _background_bleu(moses_matrix(kb.stats), np.asarray(bg, np.float64), kb.stats.max_order)
+    n = kb.stats.max_order
+    bg = np.asarray(bg, np.float64)
+    if bg.shape != (2 * n + 1,) or not np.isfinite(bg).all():
+        raise InputError(f"background_bleu: bg: expected {2 * n + 1} finite statistics (m1 t1 ... m{n} t{n} "
+                         f"reflen), found shape {bg.shape}")
+    return _background_bleu(moses_matrix(kb.stats), bg, n)
 
 
 def hope_fear_model(kb: KbestLists, w: np.ndarray, bg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

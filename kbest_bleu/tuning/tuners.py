@@ -33,7 +33,7 @@ def tune_mira(kb: KbestLists, w0: np.ndarray, c: float = 0.01, decay: float = 0.
     """k-best batch MIRA (Cherry & Foster 2012) with Moses kbmira defaults: C = 0.01, background
     BLEU decay 0.999, 60 epochs, averaged weights, the best epoch kept."""
     cfg = config or BleuConfig()
-    w = np.array(w0, np.float64)
+    w = kb.check_weights(w0, "w0").copy()
     w_sum, n_sum = np.zeros_like(w), np.zeros(1, np.int64)
     bg = np.ones(2 * kb.stats.max_order + 1)
     m = moses_matrix(kb.stats)
@@ -57,6 +57,7 @@ def tune_pro(kb: KbestLists, w0: np.ndarray, samples: int = 5000, keep: int = 50
     feature differences (Newton's method). Between decoding runs Moses interpolates the result
     with the previous weights (``interpolate=0.1``); on fixed lists the default keeps it whole."""
     cfg = config or BleuConfig()
+    w0 = kb.check_weights(w0, "w0")
     bleu = sentence_scores(kb.stats, compat="moses")
     rng = np.random.default_rng(seed)
     sizes = np.diff(kb.seg_ptr)
@@ -105,7 +106,9 @@ def tune_expected_bleu(lists: Sequence[KbestLists], w0: np.ndarray, lam: float =
     with the MERT-like outer loop: at outer iteration t the K-best lists of iterations 1..t are
     merged (de-duplicated) and training continues from the current weights."""
     cfg = config or BleuConfig()
-    w = np.array(w0, np.float64)
+    if not lists:
+        raise InputError("tune_expected_bleu: expected at least one KbestLists, found none")
+    w = lists[0].check_weights(w0, "w0").copy()
     rng = np.random.default_rng(seed)
     history = []
     pool = None
