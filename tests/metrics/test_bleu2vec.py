@@ -161,7 +161,7 @@ def test_corrected_kernel_equals_slow_reference(segments, seed, max_order, smoot
         t = [x for _, _, x in ref_counts]
         c = len(hyp)
         r = min((len(x) for x in rt), key=lambda x: (abs(x - c), x))
-        expected = paper_bleu(smoothing, m, t, c, r, N=max_order, effective=False)
+        expected = paper_bleu(smoothing, m, t, c, r, N=max_order, effective=True)
         assert scores[i] == pytest.approx(expected, rel=1e-5, abs=1e-9)
 
 

@@ -72,7 +72,7 @@ class Bleu2vec:
         w = ",".join(f"{x:g}" for x in self.weights)
         parts = [f"bleu2vec|mode:{self.mode}|orders:{self.max_order}|w:{w}"]
         if self.mode == "corrected":
-            parts.append(f"s:{self.config.smoothing_label()}|minsim:{self.min_similarity:g}")
+            parts.append(f"s:{self.config.smoothing_label()}|eff:yes|minsim:{self.min_similarity:g}")
         kind = "joint" if self.embeddings.joint else "sep"
         parts.append(f"tok:{self.tokenize}|emb:{kind}:{self.embeddings.fingerprint}|version:{__version__}")
         return "|".join(parts)
@@ -112,7 +112,8 @@ class Bleu2vec:
         ngrams = counts[:, 2::3]
         if self.mode == "faithful":
             return faithful_combine(m, ngrams, c, r, self.weights)
-        bleu, _, _ = sacrebleu_bleu(m, ngrams, c, r, self.config, False)
+        # effective order, as sacrebleu's sentence BLEU: orders the hypothesis has no n-gram of are dropped
+        bleu, _, _ = sacrebleu_bleu(m, ngrams, c, r, self.config, True)
         return bleu
 
     def score_segments(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
@@ -206,7 +207,8 @@ def from_options(embeddings: "str | Path | Embeddings | None" = None, mode: str 
     max_order, weights : orders 1..N and their weights (faithful default 0.33, 0.34, 0.33;
         corrected default N = 3, uniform); a string "0.3,0.4,0.3" is accepted
     smoothing, epsilon, k, alpha : corrected only: Chen & Cherry smoothing 0-7 of the core on
-        the real-valued counts (default 3, "exp", sacrebleu's sentence-level default)
+        the real-valued counts (default 3, "exp", sacrebleu's sentence-level default), with
+        sacrebleu's effective order (orders without hypothesis n-grams dropped, weights renormalised)
     min_similarity : corrected only: fuzzy pairs below this cosine are not taken (cosines are
         clipped at 0 in any case)
     tokenize : corrected: a core tokenizer (default 13a); faithful: "none" (whitespace split)
@@ -226,7 +228,7 @@ def from_options(embeddings: "str | Path | Embeddings | None" = None, mode: str 
         return Bleu2vec(emb, "faithful", _weights(weights, max_order, FAITHFUL_WEIGHTS), None, 0.0, "none")
     w = _weights(weights, max_order, (1 / 3, 1 / 3, 1 / 3))
     cfg = BleuConfig(compat="sacrebleu", smoothing=3 if smoothing is None else smoothing, epsilon=epsilon, k=k,
-                     alpha=alpha, max_order=len(w), weights=w, effective_order=False)
+                     alpha=alpha, max_order=len(w), weights=w, effective_order=True)
     tok = "13a" if tokenize is None else tokenize
     if tok not in TOKENIZERS:
         raise InputError(f"bleu2vec tokenize: expected one of {', '.join(TOKENIZERS)}, found {tok!r}")
