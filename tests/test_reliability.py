@@ -362,3 +362,39 @@ def test_corrupted_cache_files_still_give_the_right_score(tmp_path):
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout == "0.537285\n"  # sacrebleu 2.x: sentence_bleu(...).score 53.7284966
     assert "NUMBA_CACHE_DIR" in again.stderr and "Traceback" not in again.stderr
+
+
+# ---- tuning entry points ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_lists():
+    from kbest_bleu.tuning import KbestLists
+    table = pa.table({"segment_id": [0, 0, 1, 1], "hypothesis": ["a b", "a c", "x", "x y"],
+                      "references": [["a b"], ["a b"], ["x y"], ["x y"]],
+                      "features": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 0.0]]})
+    return KbestLists.from_table(table)
+
+
+@pytest.mark.parametrize("w0", [[1.0], [1.0, 2.0, 3.0], [1.0, float("nan")], "1,2", [[1.0, 2.0]]])
+def test_tuners_refuse_bad_start_weights(tiny_lists, w0):
+    from kbest_bleu.tuning import tune_expected_bleu, tune_mira, tune_pro
+    for tune in (lambda: tune_mira(tiny_lists, w0, epochs=1), lambda: tune_pro(tiny_lists, w0),
+                 lambda: tune_expected_bleu([tiny_lists], w0, epochs=1)):
+        with pytest.raises(InputError, match=r"w0: expected 2 (finite weights, one per feature \(f0, f1\)|numbers)"):
+            tune()
+
+
+def test_expected_bleu_without_lists():
+    from kbest_bleu.tuning import tune_expected_bleu
+    with pytest.raises(InputError, match="at least one KbestLists"):
+        tune_expected_bleu([], [0.0])
+
+
+def test_tuning_vectors_of_the_wrong_length(tiny_lists):
+    from kbest_bleu.tuning import background_bleu, mbr_select
+    with pytest.raises(InputError, match=r"bg: expected 9"):
+        background_bleu(tiny_lists, np.ones(5))
+    with pytest.raises(InputError, match="start: expected one row per segment"):
+        tiny_lists.corpus_oracle(start=np.array([0, 0]))  # row 0 is not in segment 1
+    with pytest.raises(InputError, match="probabilities: expected 3"):
+        mbr_select(["a", "b", "c"], [0, 0, 0], probabilities=[0.5, 0.5])
