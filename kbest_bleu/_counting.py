@@ -16,8 +16,15 @@ pair ``(parent node id, token id)`` packed into one int64. A hash collision only
 probe step; it can never merge two n-grams.
 """
 
+import os
+
 import numpy as np
 from numba import njit, prange
+
+# Idle OpenMP workers sleep instead of spinning (unless the user chose a policy): on a busy 2-core
+# machine (load 11) a parallel launch otherwise waited ~16 ms for spinning peers to be
+# descheduled; passive, ~13 us. Set before the first parallel launch starts OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _EMPTY = -1
 # Keep every intermediate below 2**63 so that numba's wrapping int64 arithmetic and Python's
@@ -213,7 +220,7 @@ def _hash_ids(ids, a, b):
     """Hash of ids[a:b]: a cheap polynomial (short dependency chain), mixed at the end."""
     h = int(b - a)  # a Python int without the JIT: numpy scalars would overflow instead of widening
     for i in range(a, b):
-        h = (h * 31 + ids[i]) & _LOW62
+        h = (h * 31 + int(ids[i])) & _LOW62  # int(): an int32 plus a Python int stays int32 without the JIT
     return _finish(h)
 
 
@@ -825,3 +832,22 @@ def _space_each_char(data, offsets):
                 out[o] = 32
                 o += 1
     return out, out_off
+
+
+@njit(cache=True)
+def _one_text_stats(hyp_data, ref_data, ref_off, n_orders, policy, rules, byte_class, wide_space):
+    """:func:`_text_segment_stats` of one hypothesis (all of ``hyp_data``) against the references
+    ref_data[ref_off[r]:ref_off[r+1]]: the single-call path, no threads, one array out.
+
+    Returns int64[2 * n_orders + 2]: matches m_1.., totals l_1.., hyp_len c, ref_len r.
+    """
+    matches, totals, hyp_len, ref_len = _new_stats(1, n_orders)
+    hyp_off = np.array([0, hyp_data.shape[0]], np.int64)
+    _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, 0, 1, 0, ref_off.shape[0] - 1, n_orders, policy,
+                        rules, byte_class, wide_space, matches, totals, hyp_len, ref_len)
+    out = np.empty(2 * n_orders + 2, np.int64)
+    out[:n_orders] = matches[0]
+    out[n_orders:2 * n_orders] = totals[0]
+    out[-2] = hyp_len[0]
+    out[-1] = ref_len[0]
+    return out

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Optional, Sequence
 
 import numba
 import numpy as np
+import pyarrow as pa
 
+from . import _counting
 from .config import BleuConfig
 from .errors import InputError
 from .smoothing import PRESETS
-from .stats import BleuStats, check_group_pointers, ngram_stats
+from .stats import BleuStats, check_group_pointers, counting_args, ngram_stats
+from .tokenize import _UNESCAPE_13A, BYTE_CLASS, RULES_13A, RULES_NONE, WIDE_SPACE, prepare, string_buffers
 
-__all__ = ["BleuResult", "corpus_bleu", "corpus_score", "document_score", "score_kbest", "score_rows",
-           "sentence_bleu", "sentence_scores"]
+__all__ = ["BleuResult", "SentenceScorer", "corpus_bleu", "corpus_score", "document_score", "score_kbest",
+           "score_rows", "sentence_bleu", "sentence_scores"]
 
 
 @dataclass(frozen=True)
@@ -111,15 +115,154 @@ def document_score(stats: BleuStats, groups: Any = None, config: Optional[BleuCo
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
+@lru_cache(maxsize=256)
+def _cached_config(items: tuple) -> BleuConfig:
+    return BleuConfig.make(**dict(items))
+
+
+def _config(config: Optional[BleuConfig], options: dict) -> BleuConfig:
+    """:meth:`BleuConfig.make`, memoized for hashable keyword options: validating a config costs
+    ~10 us, as much as scoring one sentence pair."""
+    if config is not None or not options:
+        return BleuConfig.make(config, **options)
+    try:
+        return _cached_config(tuple(sorted(options.items())))
+    except TypeError:  # unhashable option values (a weights list)
+        return BleuConfig.make(**options)
+
+
+def _prepared_bytes(text: Any, cfg: BleuConfig, what: str) -> np.ndarray:
+    """UTF-8 bytes of one string after :func:`kbest_bleu.tokenize.prepare`'s rewrites, as uint8.
+
+    ``none``, ``13a`` and ``char`` are rewritten with Python's own ``str`` methods,
+    which is what sacrebleu does and what ``prepare`` emulates column-wide; the others go through
+    ``prepare`` on a one-row column.
+    """
+    if not isinstance(text, str):
+        raise InputError(f"{what}: expected a string, found {type(text).__name__} ({text!r}); pass str "
+                         "(score_kbest scores many hypotheses at once)")
+    if cfg.tokenize in ("none", "13a", "char"):
+        if cfg.lowercase:
+            text = text.lower()
+        if cfg.tokenize == "13a":
+            text = text.rstrip()
+            for old, new in _UNESCAPE_13A:
+                text = text.replace(old, new)
+        elif cfg.tokenize == "char":  # sacrebleu's TokenizerChar: the characters joined by spaces
+            text = " ".join(text.rstrip())
+        return np.frombuffer(text.encode("utf-8"), np.uint8)
+    data, offsets = string_buffers(prepare(pa.array([text], pa.string()), cfg.tokenize, cfg.lowercase)[0])
+    return np.frombuffer(data[offsets[0]:offsets[1]].tobytes(), np.uint8)
+
+
+_TINY = np.finfo(np.float64).tiny
+
+
+def _sacrebleu_one(v: np.ndarray, cfg: BleuConfig) -> Optional[float]:
+    """:func:`kbest_bleu.smoothing.sacrebleu_bleu` of one row, sentence level, smoothings 0-3 and
+    uniform weights, on Python floats (numpy's per-call overhead on one-row arrays costs ~100 us).
+
+    ``v``: the int64 vector of :func:`kbest_bleu._counting._one_text_stats`. The operations are
+    the vectorized ones in the same order (``np.log``/``np.exp`` included), so the score is
+    bit-for-bit that of :func:`sentence_scores` (tests check it). None when the product of the
+    precisions underflows (the caller takes the vectorized path).
+    """
+    n, n_orders = cfg.max_order, (len(v) - 2) // 2
+    m, l = v[:n].tolist(), v[n_orders:n_orders + n].tolist()
+    c, r = float(v[-2]), float(v[-1])
+    if sum(m) == 0:  # sacrebleu's early stop
+        return 0.0
+    eff, method = cfg.effective("sentence"), cfg.smoothing
+    prod, kept, invcnt, log_zero = 1.0, 0.0, 1.0, False
+    for i in range(n):
+        mi, li = float(m[i]), float(l[i])
+        if method == 2 and i > 0:  # Chen & Cherry 2.2: add k from order 2 on
+            mi, li = mi + cfg.add_k, li + cfg.add_k
+        elif mi == 0 and li > 0 and method in (1, 3):  # 2.1 epsilon, 2.3 NIST geometric sequence
+            if method == 1:
+                mi = cfg.epsilon
+            else:
+                invcnt *= 2.0
+                mi = 1.0 / invcnt
+        if eff and not li > 0:  # effective order drops orders without hypothesis n-grams
+            continue
+        p = mi / li if li > 0 else 0.0
+        prod *= p
+        kept += 1.0
+        log_zero |= p == 0.0
+    w = 1.0 / n
+    if log_zero:  # the vectorized path's sum of logs: an included zero precision gives -inf
+        s = -np.inf
+    elif prod < _TINY:  # underflow: the vectorized path sums the logarithms instead
+        return None
+    else:
+        s = w * float(np.log(prod))
+    total = w * kept
+    bleu = float(np.exp((s / total if total > 0 else 0.0) if eff else s))
+    bp = (0.0 if r > 0 else 1.0) if c == 0 else float(np.exp(min(1.0 - r / c, 0.0)))
+    return bp * bleu
+
+
+class SentenceScorer:
+    """Sentence BLEU of single hypotheses against fixed references, for references scored again
+    and again (a training loop, a notebook, a reranker): the references are prepared once.
+
+    ``scorer = SentenceScorer(["the cat sat on a mat"], tokenize="13a")`` then ``scorer(hyp)``
+    -> float on the 0-1 scale, equal to :func:`sentence_bleu` and to sacrebleu's
+    ``sentence_score``. One call counts with the single-thread kernel
+    (:func:`kbest_bleu._counting._one_text_stats`) and no Arrow round trip; the default sacrebleu
+    preset with smoothings 0-3 (Chen & Cherry 2014, sections 2.1-2.3) is scored on Python floats.
+    For many hypotheses at once, :meth:`scores` takes the bulk path.
+
+    Parameters
+    ----------
+    references : str or sequence of str, zero or more references
+    config, options : a :class:`~kbest_bleu.config.BleuConfig` and/or its fields
+    """
+
+    def __init__(self, references: "str | Sequence[str]", config: Optional[BleuConfig] = None,
+                 **options: Any) -> None:
+        self.config = cfg = _config(config, options)
+        refs = [references] if isinstance(references, str) else list(references)
+        parts = [_prepared_bytes(x, cfg, f"references[{i}]") for i, x in enumerate(refs)]
+        self._references = refs
+        self._ref_data = np.frombuffer(b"".join(p.tobytes() for p in parts), np.uint8)
+        self._ref_off = np.zeros(len(parts) + 1, np.int64)
+        np.cumsum([len(p) for p in parts], out=self._ref_off[1:])
+        self._n_orders, self._policy = counting_args(cfg)
+        self._rules = {"13a": RULES_13A, "zh": _counting.RULES_ZH}.get(cfg.tokenize, RULES_NONE)
+        self._fast = cfg.compat == "sacrebleu" and cfg.smoothing in (0, 1, 2, 3) and cfg.weights is None
+
+    def vector(self, hypothesis: str) -> np.ndarray:
+        """The statistics of one hypothesis: int64[2(N+1) + 2], m_1..m_{N+1}, l_1..l_{N+1}, c, r."""
+        return _counting._one_text_stats(_prepared_bytes(hypothesis, self.config, "hypothesis"), self._ref_data,
+                                         self._ref_off, self._n_orders, self._policy, self._rules, BYTE_CLASS,
+                                         WIDE_SPACE)
+
+    def __call__(self, hypothesis: str) -> float:
+        v = self.vector(hypothesis)
+        score = _sacrebleu_one(v, self.config) if self._fast else None
+        if score is not None:
+            return score
+        k = self._n_orders
+        stats = BleuStats(v[None, :k], v[None, k:2 * k], v[-2:-1], v[-1:])
+        return float(_preset_scores(stats, self.config, "sentence")[0][0])
+
+    def scores(self, hypotheses: Any) -> np.ndarray:
+        """Sentence BLEU of many hypotheses against these references: float64[H] (bulk path)."""
+        return score_kbest(hypotheses, [self._references], np.zeros(len(hypotheses), np.int64), config=self.config)
+
+
 def sentence_bleu(hypothesis: str, references: "str | Sequence[str]", **options: Any) -> float:
     """Sentence BLEU of one hypothesis against its references (0-1 scale).
+
+    The single-call path of :class:`SentenceScorer` (no threads, no Arrow round trip); use a
+    ``SentenceScorer`` when the same references are scored many times.
 
     >>> sentence_bleu("the cat sat on the mat", ["the cat sat on a mat"])  # doctest: +ELLIPSIS
     0.5372...
     """
-    cfg = BleuConfig.make(**options)
-    refs = [references] if isinstance(references, str) else list(references)
-    return float(sentence_scores(ngram_stats([hypothesis], [refs], None, cfg), cfg)[0])
+    return SentenceScorer(references, **options)(hypothesis)
 
 
 def score_kbest(hypotheses: Any, references: Any, segments: Any = None, **options: Any) -> np.ndarray:

@@ -3,10 +3,12 @@ id kernel) and the :class:`BleuStats` container that tuners and corpus scoring w
 
 from __future__ import annotations
 
+import os
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
-import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,10 +20,48 @@ from .config import REF_LENGTH_POLICIES, BleuConfig
 from .errors import InputError
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare, string_buffers
 
-__all__ = ["BleuStats", "check_group_pointers", "counting_args", "ngram_stats", "segment_argmax", "segment_stats",
-           "stats_from_encoded", "stats_from_text"]
+__all__ = ["SMALL_JOB_BYTES", "BleuStats", "check_group_pointers", "counting_args", "ngram_stats", "segment_argmax",
+           "segment_stats", "set_threads", "stats_from_encoded", "stats_from_text", "threads_for"]
+
+SMALL_JOB_BYTES = 1 << 16  # below this many input bytes a job runs on the calling thread alone
 
 _POLICY_CODES = dict(zip(REF_LENGTH_POLICIES, (_counting.REF_CLOSEST, _counting.REF_SHORTEST, _counting.REF_AVERAGE)))
+
+
+def set_threads(n: int) -> int:
+    """Use ``n`` threads for the kernels (the CLI's ``--threads``); returns the count in effect.
+
+    Before numba is imported this sizes its thread pool (``NUMBA_NUM_THREADS``); afterwards it
+    sets the count of the calling thread, capped at the pool size.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InputError(f"threads: expected a positive integer, found {n!r}; pass e.g. --threads 2")
+    if "numba" not in sys.modules:
+        os.environ["NUMBA_NUM_THREADS"] = str(n)
+        return n
+    import numba
+
+    n = min(n, numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(n)
+    return n
+
+
+@contextmanager
+def threads_for(n_bytes: int) -> Iterator[int]:
+    """The thread count for a job of ``n_bytes`` input bytes, set for the block: 1 below
+    :data:`SMALL_JOB_BYTES` (a parallel launch costs more than such a job: ~13 us passive, 2 us
+    on one thread), else the current count."""
+    import numba
+
+    before = numba.get_num_threads()
+    if n_bytes >= SMALL_JOB_BYTES or before == 1:
+        yield before
+        return
+    numba.set_num_threads(1)
+    try:
+        yield 1
+    finally:
+        numba.set_num_threads(before)
 
 
 def check_group_pointers(ptr: Any, n_rows: int) -> np.ndarray:
@@ -152,8 +192,9 @@ def stats_from_encoded(enc: Encoded, *configs: BleuConfig) -> BleuStats:
     """Run the id kernel on already encoded CSR arrays (see :class:`kbest_bleu.encode.Encoded`),
     counting what ``configs`` need (:func:`counting_args`)."""
     n_orders, policy = counting_args(*configs)
-    m, t, c, r = _counting._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
-                                      enc.seg_ref_ptr, n_orders, policy, numba.get_num_threads())
+    with threads_for(enc.tok.nbytes + enc.ref_tok.nbytes) as n_threads:
+        m, t, c, r = _counting._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
+                                          enc.seg_ref_ptr, n_orders, policy, n_threads)
     return BleuStats(m, t, c, r)
 
 
@@ -167,13 +208,15 @@ def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.nd
     """
     n_orders, policy = counting_args(*configs)
     tokenize, lowercase = configs[0].tokenize, configs[0].lowercase
-    hyp_text, rules = prepare(hypotheses, tokenize, lowercase)
-    flat = pc.list_flatten(seg_refs)
-    ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize, lowercase)
-    seg_ref_ptr = list_offsets(seg_refs)
-    m, t, c, r = _counting._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
-                                     np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr, n_orders,
-                                     policy, rules, BYTE_CLASS, WIDE_SPACE, numba.get_num_threads())
+    with threads_for(hypotheses.nbytes + seg_refs.nbytes) as n_threads:  # the tokenizer's kernels too
+        hyp_text, rules = prepare(hypotheses, tokenize, lowercase)
+        flat = pc.list_flatten(seg_refs)
+        ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize,
+                              lowercase)
+        seg_ref_ptr = list_offsets(seg_refs)
+        m, t, c, r = _counting._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
+                                         np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr, n_orders,
+                                         policy, rules, BYTE_CLASS, WIDE_SPACE, n_threads)
     return BleuStats(m, t, c, r)
 
 
@@ -181,8 +224,9 @@ def segment_stats(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndar
     """Statistics of validated inputs (see :func:`stats_from_text` for the arguments): text takes
     the fused text kernel, pre-tokenized lists (list<string>) are encoded to ids first."""
     if is_token_lists(hypotheses.type) or is_token_lists(seg_refs.type.value_type):
-        enc = encode(hypotheses, seg_refs, seg_hyp_ptr, configs[0].tokenize, configs[0].lowercase)
-        return stats_from_encoded(enc, *configs)
+        with threads_for(hypotheses.nbytes + seg_refs.nbytes):  # the encoder's kernels too
+            enc = encode(hypotheses, seg_refs, seg_hyp_ptr, configs[0].tokenize, configs[0].lowercase)
+            return stats_from_encoded(enc, *configs)
     return stats_from_text(hypotheses, seg_refs, seg_hyp_ptr, *configs)
 
 
