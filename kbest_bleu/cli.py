@@ -93,7 +93,7 @@ def _reference_rows(paths: Sequence[str], n: Optional[int] = None, name: str = "
         expected = len(streams[0]) if n is None else n
         if len(s) != expected:
             raise InputError(f"{path}: {len(s)} lines, but {name if n is not None else paths[0]} has {expected}; "
-                             "expected one reference line per segment in every reference file")
+                             "expected the same number of lines in every reference file, one line per segment")
     return [list(r) for r in zip(*streams)]
 
 

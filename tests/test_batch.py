@@ -173,11 +173,12 @@ def test_corpus_command_matches_sacrebleu(tmp_path, capsys):
     refs = ["the cat sat on a mat", "the dog barked loudly", "hello there world"]
     (tmp_path / "h.txt").write_text("\n".join(hyps) + "\n")
     (tmp_path / "r.txt").write_text("\n".join(refs) + "\n")
-    assert main(["corpus", str(tmp_path / "h.txt"), str(tmp_path / "r.txt"), "--json"]) == 0
+    assert main(["corpus", str(tmp_path / "r.txt"), "-i", str(tmp_path / "h.txt"), "-f", "json", "-t", "none",
+                 "-w", "9"]) == 0
     import json
-    got = json.loads(capsys.readouterr().out)
-    assert abs(got["score"] - BLEU(tokenize="none").corpus_score(hyps, [refs]).score / 100) < 1e-12
-    assert got["signature"].startswith("kbest_bleu|compat:sacrebleu|smooth:exp")
+    got = json.loads(capsys.readouterr().out)  # sacrebleu's JSON: 0-100, rounded to -w decimals
+    assert got["score"] == round(BLEU(tokenize="none").corpus_score(hyps, [refs]).score, 9)
+    assert got["signature"].startswith("kbest_bleu|nrefs:1|compat:sacrebleu|smooth:exp")
 
 
 # ---------------------------------------------------------------- bad input: exit 2, message, no output

@@ -67,4 +67,4 @@ def test_cli_faces_equal_nltk(tmp_path, capsys, options):
     capsys.readouterr()
     assert main(["paired", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "-r", str(tmp_path / "r.txt"),
                  "--n-samples", "10"] + flags) == 0
-    assert f"BLEU {100 * corpus:.2f}" in capsys.readouterr().out
+    assert f"| Baseline: {tmp_path / 'a.txt'} | {100 * corpus:.2f} |" in capsys.readouterr().out

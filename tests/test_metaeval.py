@@ -179,7 +179,8 @@ def test_paired_command(close_pair, tmp_path, capsys):
     out = capsys.readouterr().out
     want = approximate_randomization(kb.ngram_stats(bh, refs, tokenize="13a"), kb.ngram_stats(sh, refs, tokenize="13a"),
                                      kb.BleuConfig(tokenize="13a"), 500)
-    assert f"| {tmp_path / 'sys.txt'} | {100 * want.score:.3f} | {want.p_value:.3f} |" in out
+    mark = "*" if want.p_value < 0.05 else ""
+    assert f"| {tmp_path / 'sys.txt'} | {100 * want.score:.2f} | — | {want.p_value:.4f}{mark} |" in out
 
 
 def test_metaeval_mqm_command(shared_data, capsys):

@@ -65,7 +65,7 @@ def test_tuning_example():
 
 
 def test_command_line_session(capsys):
-    assert main(["score", "-q"]) == 0
+    assert main(["score", "-q", "-t", "none"]) == 0
     got = capsys.readouterr()
     block = README[README.index("$ kbest-bleu score\n"):]
     block = block[:block.index("```")]
