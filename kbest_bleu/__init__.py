@@ -13,7 +13,7 @@ from .errors import InputError
 
 _LAZY = {
     "BleuResult": "bleu", "corpus_bleu": "bleu", "corpus_score": "bleu", "document_score": "bleu",
-    "score_kbest": "bleu", "sentence_bleu": "bleu", "sentence_scores": "bleu",
+    "score_kbest": "bleu", "sentence_bleu": "bleu", "sentence_scores": "bleu", "SentenceScorer": "bleu",
     "BleuStats": "stats", "ngram_stats": "stats",
 }
 
@@ -24,6 +24,7 @@ __all__ = [
     "BleuResult",
     "BleuStats",
     "InputError",
+    "SentenceScorer",
     "__version__",
     "corpus_bleu",
     "corpus_score",
