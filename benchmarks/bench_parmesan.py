@@ -38,20 +38,20 @@ from kbest_bleu.encode import segment_pointers, segment_references  # noqa: E402
 from kbest_bleu.metrics.meteor import meteor_params, meteor_segments  # noqa: E402
 from kbest_bleu.metrics.parmesan import from_options, load_table, paraphrase_segments, parmesan_segments  # noqa: E402
 from kbest_bleu.metrics.parmesan.metaeval import english_table  # noqa: E402
+from kbest_bleu.metrics.parmesan.substitute import words  # noqa: E402
 from kbest_bleu.metrics.parmesan.table import read_table  # noqa: E402
-from kbest_bleu.tokenize import tokenize  # noqa: E402
 
 
-def _columns(strings: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """simplemma lemma and proxy POS columns (list<string> per sentence)."""
+def _columns(strings: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Words (as Parmesan splits them), simplemma lemma and proxy POS columns, list<string> each."""
     import simplemma
-    flat, off = tokenize(strings)  # the words Parmesan splits (Python's str.split)
+    flat, off = words(strings)
     enc = flat.dictionary_encode()
-    words = enc.dictionary.to_pylist()
-    lem = pa.array([simplemma.lemmatize(w, lang="en").lower() for w in words]).take(enc.indices)
-    pos = pa.array(["NUM" if w[:1].isdigit() else "W" if w[:1].isalpha() else "PUNCT" for w in words]).take(enc.indices)
+    vocab = enc.dictionary.to_pylist()
+    lem = pa.array([simplemma.lemmatize(w, lang="en").lower() for w in vocab]).take(enc.indices)
+    pos = pa.array(["NUM" if w[:1].isdigit() else "W" if w[:1].isalpha() else "PUNCT" for w in vocab]).take(enc.indices)
     off = pa.array(off.astype(np.int32))
-    return pa.ListArray.from_arrays(off, lem), pa.ListArray.from_arrays(off, pos)
+    return tuple(pa.ListArray.from_arrays(off, x) for x in (flat, lem, pos))
 
 
 def python_paraphrase(hyp, ref, by_ref):
@@ -112,7 +112,7 @@ def _interleaved(fns: dict, repeats: int) -> dict:
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def _python_rows(path, ptr, hyps, flat_refs, cols, n_rows: int, k: int):
+def _python_rows(path, ptr, hyp_words, ref_words, cols, n_rows: int, k: int):
     """The straightforward paraphraser's inputs on a seeded subset of whole segments: a callable
     returning [(row, paraphrased reference)] and the number of rows."""
     raw = read_table(path)
@@ -123,8 +123,8 @@ def _python_rows(path, ptr, hyps, flat_refs, cols, n_rows: int, k: int):
     segs = np.sort(np.random.default_rng(0).choice(len(ptr) - 1, max(1, n_rows // k), replace=False))
     sub = [(s, h) for s in segs for h in range(ptr[s], ptr[s + 1])]
     hl, hp, rl, rp = (cols[c] for c in ("hyp_lemma", "hyp_pos", "ref_lemma", "ref_pos"))
-    hyp_py = [list(zip(hyps[h].as_py().split(), hl[h].as_py(), hp[h].as_py())) for _, h in sub]
-    ref_py = {s: list(zip(flat_refs[s].as_py().split(), rl[s].as_py(), rp[s].as_py())) for s in segs}
+    hyp_py = [list(zip(*(c[h].as_py() for c in (hyp_words, hl, hp)))) for _, h in sub]
+    ref_py = {s: list(zip(*(c[s].as_py() for c in (ref_words, rl, rp)))) for s in segs}
     return (lambda: [(h, python_paraphrase(hw, ref_py[s], by_ref)) for hw, (s, h) in zip(hyp_py, sub)]), len(sub)
 
 
@@ -143,10 +143,11 @@ def main() -> None:
     hyps = table["hypothesis"].combine_chunks().cast(pa.string())
     flat_refs = pc.list_flatten(refs).cast(pa.string())
     t0 = time.perf_counter()
-    cols = dict(zip(("hyp_lemma", "hyp_pos", "ref_lemma", "ref_pos"), (*_columns(hyps), *_columns(flat_refs))))
+    (hyp_words, *hyp_cols), (ref_words, *ref_cols) = _columns(hyps), _columns(flat_refs)
+    cols = dict(zip(("hyp_lemma", "hyp_pos", "ref_lemma", "ref_pos"), (*hyp_cols, *ref_cols)))
     analysis = time.perf_counter() - t0
     compiled, params, n = load_table(path), meteor_params("en"), table.num_rows
-    python, n_py = _python_rows(path, ptr, hyps, flat_refs, cols, a.python_rows, a.k)
+    python, n_py = _python_rows(path, ptr, hyp_words, ref_words, cols, a.python_rows, a.k)
     ours = paraphrase_segments(hyps, refs, ptr, compiled, analyzer="columns", **cols)[0].references
     mismatches = sum(ours[h][0].as_py() != o for h, o in python())
     metric = from_options(paraphrases=path, analyzer="columns", **{f"{c}_col": c for c in cols})

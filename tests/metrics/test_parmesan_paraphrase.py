@@ -251,3 +251,16 @@ def test_words_are_meteors_tokens_and_unchanged_references_stay_byte_identical(t
     assert paraphrase("the big car", "the  large car ", toy) == ("the big car", [(1, "large", "big")])
     assert paraphrase("the big car", "the\u00a0large  car", toy) == ("the\u00a0large  car", [])
     assert paraphrase("the big car", "a\tlarge\u2003x large", toy) == ("a large\u2003x big", [(2, "large", "big")])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet=["a", "é", " ", "\t", "\n", "\x0b", "\x1f", "\xa0", "\u2003", "\u2019", "\u3000"],
+                        max_size=8), max_size=6), st.integers(0, 2))
+def test_words_split_like_the_jar(strings, start):
+    """words() = Java's split on [ \\t\\n\\r\\f]+ without empty strings, whichever path each row takes."""
+    import re
+    from kbest_bleu.metrics.parmesan.substitute import words
+    arr = pa.array(strings, pa.string()).slice(min(start, len(strings)))
+    tokens, ptr = words(arr)
+    expected = [[w for w in re.split("[ \t\n\r\f]+", s) if w] for s in arr.to_pylist()]
+    assert [tokens[a:b].to_pylist() for a, b in zip(ptr[:-1], ptr[1:])] == expected
