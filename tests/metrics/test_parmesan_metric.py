@@ -11,7 +11,7 @@ import pytest
 from kbest_bleu.errors import InputError
 from kbest_bleu.metrics import load_metric
 from kbest_bleu.metrics.meteor import meteor_params, meteor_rows
-from kbest_bleu.metrics.parmesan import from_options, load_table, paraphrase, parmesan_segments
+from kbest_bleu.metrics.parmesan import from_options, load_table, paraphrase, parmesan_segments, sentence_parmesan
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +97,11 @@ def test_repeated_hypotheses_scored_once_equal_scoring_every_row(demo, table_pat
     assert r.references.to_pylist()[0] == r.references.to_pylist()[4]  # the same hypothesis in segment 0
     with pytest.raises(InputError, match="expected hypotheses as strings"):
         parmesan_segments([["a", "b"]], [["a b"]], None, table)
+
+
+def test_sentence_parmesan_one_pair(demo, table_path):
+    table = load_table(table_path)
+    d = demo[0]
+    assert sentence_parmesan(d["hyp"], d["ref"], table) == meteor_rows([d["hyp"]], [[d["paraphrased_ref"]]]).score[0]
+    both = sentence_parmesan(d["hyp"], [demo[1]["ref"], d["ref"]], table, meteor_params("cz"))
+    assert both == meteor_rows([d["hyp"]], [[d["paraphrased_ref"]]], meteor_params("cz")).score[0]

@@ -2,8 +2,8 @@
 towards each hypothesis (section 4), "Before Depfix" (Depfix, the paper's Czech grammar
 fixer, is not available).
 
-Python faces: :func:`load_table`, :func:`paraphrase` (one pair), :func:`paraphrase_segments`
-and :func:`parmesan_segments` (whole K-best tables); :func:`from_options` builds the
+Python faces: :func:`load_table`, :func:`paraphrase` and :func:`sentence_parmesan` (one pair),
+:func:`paraphrase_segments` and :func:`parmesan_segments` (whole K-best tables); :func:`from_options` builds the
 :class:`~kbest_bleu.metrics.base.Metric` used by ``kbest-bleu score --metric parmesan`` and Spark.
 
 Kept light: importing this package (as the CLI does for its options) loads nothing heavy; the
@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["ParmesanMetric", "ParmesanResult", "from_options", "load_table", "paraphrase", "paraphrase_segments",
-           "parmesan_segments"]
+           "parmesan_segments", "sentence_parmesan"]
 
 _WHERE = {"ParmesanMetric": "metric", "from_options": "metric", "ParmesanResult": "api", "load_table": "api",
-          "paraphrase": "api", "paraphrase_segments": "api", "parmesan_segments": "api"}
+          "paraphrase": "api", "paraphrase_segments": "api", "parmesan_segments": "api", "sentence_parmesan": "api"}
 
 
 def __getattr__(name: str) -> Any:

@@ -122,3 +122,11 @@ def parmesan_segments(hypotheses: Any, references: Any, seg_ptr: Optional[np.nda
     subs = np.where(has, p.count[unit] if len(p.count) else 0, 0).astype(np.int32)
     return ParmesanResult(result, chosen, subs, p)
 
+
+
+def sentence_parmesan(hypothesis: str, references: Union[str, list], table: CompiledTable, params: Any = None,
+                      analyzer: str = "lower", lang: str = "en") -> float:
+    """Parmesan of one hypothesis against one reference or a list of references (the best)."""
+    refs = [references] if isinstance(references, str) else list(references)
+    result = parmesan_segments([hypothesis], [refs], None, table, params, analyzer=analyzer, lang=lang)
+    return float(result.meteor.score[0])
