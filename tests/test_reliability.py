@@ -398,3 +398,36 @@ def test_tuning_vectors_of_the_wrong_length(tiny_lists):
         tiny_lists.corpus_oracle(start=np.array([0, 0]))  # row 0 is not in segment 1
     with pytest.raises(InputError, match="probabilities: expected 3"):
         mbr_select(["a", "b", "c"], [0, 0, 0], probabilities=[0.5, 0.5])
+
+
+# ---- Spark ------------------------------------------------------------------------------------
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("bad", ["null hypothesis", "differing references"])
+def test_spark_bad_row_gives_the_single_machine_message(tmp_path, bad):
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from kbest_bleu.batch.spark import score_parquet_spark
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = root + os.pathsep + os.environ.get("PYTHONPATH", "")  # workers import this tree
+    n = 40
+    hyps = [f"h {i}" for i in range(n)]
+    refs = [[f"r {i // 4}"] for i in range(n)]
+    if bad == "null hypothesis":
+        hyps[29] = None
+        row = 29
+    else:
+        refs[29] = ["something else"]
+        row = 29
+    src, out = tmp_path / "in.parquet", tmp_path / "out"
+    pq.write_table(pa.table({"segment_id": [i // 4 for i in range(n)], "hypothesis": pa.array(hyps, pa.string()),
+                             "references": refs}), src)
+    with pytest.raises(InputError) as spark_error:
+        spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+        score_parquet_spark(str(src), str(out), spark=spark)
+    with pytest.raises(InputError) as local_error:
+        score_parquet(src, None)
+    assert str(spark_error.value) == str(local_error.value) and f"row {row}" in str(spark_error.value)
+    assert "Traceback" not in str(spark_error.value) and not out.exists() and _no_temporaries(tmp_path)

@@ -11,8 +11,7 @@ statistics) use ``groupBy(segment).applyInArrow``. Requires ``pip install 'kbest
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
+import re
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -22,6 +21,7 @@ import pyarrow as pa
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..errors import InputError
+from .output import atomic_output, check_output
 from .references import Columns
 from .stream import output_schema, score_batches, score_columns
 from ..stats import ngram_stats, segment_argmax
@@ -117,8 +117,7 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
     src, dst = Path(in_path), Path(out_path)
     if not src.exists():
         raise InputError(f"{src}: no such file or directory; expected a parquet file or dataset directory")
-    if dst.exists():
-        raise InputError(f"{dst}: already exists; choose a new output directory")
+    check_output(dst, [src], "-o", directory=True)
     score_columns(config or BleuConfig(), smoothings)  # bad options fail before Spark starts
     own = spark is None
     if own:
@@ -126,15 +125,32 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
         os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
         spark = (SparkSession.builder.master(master).appName("kbest-bleu")
                  .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows)).getOrCreate())
-    tmp = dst.with_name(f".{dst.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        out = score_dataframe(spark.read.parquet(str(src)), config, columns, stats, smoothings, metrics)
-        out.write.parquet(str(tmp))
-        n = spark.read.parquet(str(tmp)).count()
-        os.replace(tmp, dst)
-        return n
+        with atomic_output(dst, [src], "-o", directory=True) as tmp:
+            out = score_dataframe(spark.read.parquet(str(src)), config, columns, stats, smoothings, metrics)
+            try:
+                out.write.parquet(str(tmp))
+            except Exception as exc:  # a Java + Python traceback around the workers' InputError
+                raise _input_error(exc, src, config, columns, stats, smoothings, metrics) from None
+            return spark.read.parquet(str(tmp)).count()
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
         if own:
             spark.stop()
+
+
+def _input_error(exc: Exception, src: Path, config: Optional[BleuConfig], columns: Columns, stats: bool,
+                 smoothings: Sequence, metrics: Sequence) -> Exception:
+    """The single-machine job's message for a bad row found by a Spark worker, or ``exc`` itself
+    when the failure was not bad input. Workers see partitions, not the input's row numbers, so
+    a single input file is checked again locally (only on this failure path), which names the
+    row in the input; for a dataset directory the worker's message is given as it is."""
+    found = re.search(r"InputError: (.+)", str(exc))
+    if found is None:
+        return exc
+    if src.is_file():
+        from .parquet import score_parquet
+        try:
+            score_parquet(src, None, config, columns=columns, stats=stats, smoothings=smoothings, metrics=metrics)
+        except InputError as local:
+            return local
+    return InputError(f"{src}: {found.group(1).strip()} (row numbers count from the start of a Spark partition)")
