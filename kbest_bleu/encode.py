@@ -58,8 +58,13 @@ def _to_arrow(values: Any, what: str) -> pa.Array:
         try:
             values = pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
-            raise InputError(f"{what}: could not read as strings or lists of strings ({exc}); expected a list, "
-                             "numpy array, pandas Series or Arrow array") from None
+            # pandas' missing values arrive as float NaN among strings: name the first such row
+            bad = next((i for i, v in enumerate(values) if isinstance(v, float) and v != v), None) if isinstance(
+                values, (list, tuple, np.ndarray)) else None
+            where = f"row {bad} is NaN (a missing value); " if bad is not None else ""
+            raise InputError(f"{what}: {where}could not read as strings or lists of strings ({exc}); expected a "
+                             "list, numpy array, pandas Series or Arrow array of strings; fill or drop missing "
+                             "values") from None
         except UnicodeEncodeError as exc:
             raise InputError(f"{what}: a string holds {exc.object[exc.start:exc.end]!r}, which is not valid "
                              "Unicode text (a lone surrogate); decode the input properly first") from None

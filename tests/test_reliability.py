@@ -431,3 +431,9 @@ def test_spark_bad_row_gives_the_single_machine_message(tmp_path, bad):
         score_parquet(src, None)
     assert str(spark_error.value) == str(local_error.value) and f"row {row}" in str(spark_error.value)
     assert "Traceback" not in str(spark_error.value) and not out.exists() and _no_temporaries(tmp_path)
+
+
+def test_pandas_missing_hypothesis_names_the_row():
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(InputError, match="hypotheses: row 2 is NaN"):
+        ngram_stats(pd.Series(["a", "b", float("nan")]), [["a"], ["b"], ["c"]], None, BleuConfig())
