@@ -84,6 +84,14 @@ def _resort(cur, n, key):
         cur[b] = p
 
 
+@njit(cache=True, inline="always")
+def _add_all(cur, n, key, last, pend, shared):
+    """Write a pending increment and the shared chunk end into the paths cur[:n]."""
+    for r in range(n):
+        key[cur[r]] += pend
+        last[cur[r]] = shared
+
+
 @njit(cache=True)
 def workspace(max_i, max_j, beam):
     """Scratch arrays for :func:`align_into`, for hypotheses up to max_i and references up to
@@ -138,26 +146,36 @@ def align_into(hyp, ref, beam, ws):
     cur, nxt, free = lists[0], lists[1], lists[2]
     key[0], last[0], node[0] = (MAX_TOKENS - 1) * _MATCH, -1, -1
     cur[0], n_cur, n_fresh, n_free, n_log = 0, 1, 1, 0, 0
+    # After a step where no path branches, every path's last chunk ends at the same place
+    # (``shared``): the next such steps add the same amount to every key and keep the order, so
+    # that amount is summed in ``pend`` and written once, before the next branching step.
+    uniform, pend, shared = True, 0, -1
     for current in range(n_j):
         c0, c1 = cstart[current], cstart[current + 1]
-        if fixed[current] != -1:  # a definite match (all exact matches have length 1)
-            i = fixed[current]
+        i = fixed[current]  # a definite match (all exact matches have length 1), or -1
+        if i != -1 or c0 == c1:
+            if uniform:
+                if i != -1:
+                    pend += abs(current - i) - _MATCH + (_CHUNK if shared != -1 and i != shared else 0)
+                    shared = i + 1
+                elif shared != -1:  # no candidate: the word is skipped
+                    pend += _CHUNK
+                    shared = -1
+                continue
             for r in range(n_cur):
                 p = cur[r]
-                key[p] += abs(current - i) - _MATCH
-                if last[p] != -1 and i != last[p]:
-                    key[p] += _CHUNK
-                last[p] = i + 1
-            _resort(cur, n_cur, key)
-            continue
-        if c0 == c1:  # no candidate: every path skips the word
-            for r in range(n_cur):
-                p = cur[r]
-                if last[p] != -1:
+                if i != -1:
+                    key[p] += abs(current - i) - _MATCH + (_CHUNK if last[p] != -1 and i != last[p] else 0)
+                    last[p] = i + 1
+                elif last[p] != -1:
                     key[p] += _CHUNK
                     last[p] = -1
             _resort(cur, n_cur, key)
+            uniform, pend, shared = True, 0, last[cur[0]]
             continue
+        if uniform:
+            _add_all(cur, n_cur, key, last, pend, shared)
+            uniform = False
         n_next = 0
         for r in range(n_cur):
             p = cur[r]
@@ -192,6 +210,8 @@ def align_into(hyp, ref, beam, ws):
                 free[n_free] = p
                 n_free += 1
         cur, nxt, n_cur = nxt, cur, n_next
+    if uniform:
+        _add_all(cur, n_cur, key, last, pend, shared)
     best = cur[0]
     for r in range(n_cur):  # complete: close the last chunk; the stable sort's first path wins
         p = cur[r]
