@@ -66,7 +66,7 @@ def check_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLik
     if dst.exists():
         for src in inputs:
             if src is not None and os.path.exists(src) and os.path.samefile(src, dst):
-                raise InputError(f"{option} {_describe(dst)}: the output is the input file {str(src)!r} (same file "
+                raise InputError(f"{option} {_describe(dst)}: the output path is the input file {str(src)!r} (same file "
                                  "after resolving links); writing it would destroy the input; choose a new output path")
     return dst
 
