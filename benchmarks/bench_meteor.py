@@ -16,11 +16,11 @@ The jar's scores are compared with ours on that subset (they must be equal).
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import subprocess
 import sys
-import os
 import tempfile
 import time
 from pathlib import Path

@@ -76,6 +76,7 @@ def one(tool: str, workload: str, limit: int, threads: int, tokenize: str) -> di
     scores = None
     if tool.startswith("kbest_bleu"):
         import numba
+
         import kbest_bleu as kb
         from kbest_bleu.encode import encode, references_array, segment_references
         from kbest_bleu.stats import stats_from_encoded
@@ -93,6 +94,7 @@ def one(tool: str, workload: str, limit: int, threads: int, tokenize: str) -> di
             run = lambda: encode(hyp_arr, seg_refs, ptr, tokenize)  # noqa: E731
         else:  # "kbest_bleu e2e": parquet file -> parquet file, streaming
             import pyarrow.parquet as pq
+
             from kbest_bleu.batch import score_parquet
             tmp = Path(tempfile.mkdtemp())
             pq.write_table(sub, tmp / "in.parquet")
@@ -127,6 +129,7 @@ def peer_sacrebleu_cached(hyps, refs, groups, tok):
 
 def peer_nltk(hyps, refs, groups, tok):
     import warnings
+
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
     m3 = SmoothingFunction().method3
     out = []
@@ -220,8 +223,8 @@ def tuning_steps() -> list:
     import workloads
 
     import kbest_bleu as kb
-    from kbest_bleu.tuning._kernels import _mira_epoch
     from kbest_bleu.tuning import KbestLists, expected_bleu, hope_fear_model, moses_matrix, tune_pro
+    from kbest_bleu.tuning._kernels import _mira_epoch
     t = workloads.generated(2000, 100, 4)
     rng = np.random.default_rng(0)
     t = t.append_column("features", pa.array(rng.normal(size=(t.num_rows, 14)).tolist(), pa.list_(pa.float64())))

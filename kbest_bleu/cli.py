@@ -9,12 +9,10 @@ Bad input exits with status 2 and a one-paragraph message (no traceback, no outp
 from __future__ import annotations
 
 import argparse
-from importlib import import_module
 import json
 import logging
-import os
-import re
 import sys
+from importlib import import_module
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -279,10 +277,10 @@ def _cmd_convert(a: argparse.Namespace) -> int:
 
 
 def _cmd_export(a: argparse.Namespace) -> int:
-    from .batch.references import Columns
-    from .interop.nbest import export_moses
     from .batch.output import check_output
     from .batch.parquet import read_parquet_table
+    from .batch.references import Columns
+    from .interop.nbest import export_moses
     cfg = _config(a)
     check_output(a.scores, [a.input], "--scores")  # before the job runs
     if a.features:
@@ -335,9 +333,9 @@ def _cmd_paired(a: argparse.Namespace) -> int:
 def _cmd_tune(a: argparse.Namespace) -> int:
     import numpy as np
 
+    from .batch.parquet import read_parquet_table
     from .interop.nbest import read_nbest
     from .tuning import KbestLists, tune_expected_bleu, tune_mira, tune_pro
-    from .batch.parquet import read_parquet_table
     cfg = _config(a)
     try:  # before the lists are read and the kernels compiled
         w0 = np.array([float(x) for x in a.init.split(",")]) if a.init else None

@@ -14,9 +14,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _counting
-from .encode import (Encoded, encode, hypotheses_array, is_token_lists, list_offsets, references_array,
-                     segment_pointers, segment_references)
 from .config import REF_LENGTH_POLICIES, BleuConfig
+from .encode import (
+    Encoded,
+    encode,
+    hypotheses_array,
+    is_token_lists,
+    list_offsets,
+    references_array,
+    segment_pointers,
+    segment_references,
+)
 from .errors import InputError
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare, string_buffers
 

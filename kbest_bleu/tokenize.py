@@ -27,10 +27,20 @@ import pyarrow.compute as pc
 import regex
 
 from . import _counting
+from ._counting import (
+    BYTE_DIGIT,
+    BYTE_DOT,
+    BYTE_HYPHEN,
+    BYTE_MAY_SPACE,
+    BYTE_PUNCT,
+    BYTE_SPACE,
+    RULES_13A,
+    RULES_NONE,
+    RULES_ZH,
+    _split_intern,
+)
 from .config import TOKENIZERS
 from .errors import InputError
-from ._counting import (BYTE_DIGIT, BYTE_DOT, BYTE_HYPHEN, BYTE_MAY_SPACE, BYTE_PUNCT, BYTE_SPACE, RULES_13A, RULES_NONE,
-                      RULES_ZH, _split_intern)
 
 __all__ = ["TOKENIZERS", "lowercase", "prepare", "split_ids", "string_buffers", "tokenize"]
 

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from sacrebleu.metrics import BLEU
 
 import kbest_bleu as kb
-from sacrebleu.metrics import BLEU
 
 HYPS = ["the cat sat on the mat", "a cat sat on the mat", "the dog", "the cat"]
 SEG = [7, 7, 3, 3]

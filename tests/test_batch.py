@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import kbest_bleu as kb
-from kbest_bleu.cli import main
 from kbest_bleu.batch import Columns, ReferenceTable, score_batches, score_parquet, score_table
+from kbest_bleu.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +213,7 @@ def _bad_cases(tmp_path):
         "non-UTF-8 reference file": ([good, "--ref-file", str(tmp_path / "latin1.txt")], "line 1 is not valid UTF-8"),
         "truncated parquet": ([corrupt], "not a readable parquet file"),
         "missing file": ([tmp_path / "nope.parquet"], "no such file"),
-        "unwritable output": ([good, "-o", str(tmp_path / "no" / "dir" / "o.parquet")], "cannot write the output here"),
+        "unwritable output": ([good, "-o", str(tmp_path / "no" / "dir" / "o.parquet")], "does not exist; create it first"),
         "output equals input": ([good, "-o", str(good)], "the output path is the input file"),
         "bad weights": ([good, "--weights", "a,b"], "--weights: expected comma-separated numbers"),
         "unknown smoothing": ([good, "--smoothing", "9"], "smoothing: compat 'sacrebleu' supports"),

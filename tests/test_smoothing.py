@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from reference import moses_bleu_plus_1, paper_bleu
+from reference import stats as ref_stats
 
 import kbest_bleu as kb
-from reference import moses_bleu_plus_1, paper_bleu, stats as ref_stats
 
 sentence = st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=10)
 pairs = st.lists(st.tuples(sentence, st.lists(sentence, min_size=1, max_size=3)), min_size=1, max_size=8)

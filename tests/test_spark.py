@@ -83,8 +83,8 @@ def test_segment_summary_matches_kbest_bleu(spark, pooled):
 
 
 def test_cli_engine_spark_writes_a_dataset_atomically(spark, pooled, tmp_path):
-    from kbest_bleu.cli import main
     from kbest_bleu.batch.spark import score_parquet_spark
+    from kbest_bleu.cli import main
     path, t = pooled
     out = tmp_path / "out"
     assert score_parquet_spark(str(path), str(out), columns=COLS, spark=spark) == t.num_rows

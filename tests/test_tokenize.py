@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sacrebleu.metrics import BLEU
 
 import kbest_bleu as kb
 from kbest_bleu.tokenize import TOKENIZERS, tokenize
-from sacrebleu.metrics import BLEU
 
 CONFIGS = [(t, lc) for t in TOKENIZERS for lc in (False, True)]
 

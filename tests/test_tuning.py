@@ -7,10 +7,18 @@ import pyarrow.parquet as pq
 import pytest
 
 import kbest_bleu as kb
-from kbest_bleu.tuning.mbr import mbr_matrix, mbr_select
 from kbest_bleu.interop.nbest import dense_features
-from kbest_bleu.tuning import (KbestLists, background_bleu, expected_bleu, hope_fear_model, segment_softmax, tune_expected_bleu,
-                               tune_mira, tune_pro)
+from kbest_bleu.tuning import (
+    KbestLists,
+    background_bleu,
+    expected_bleu,
+    hope_fear_model,
+    segment_softmax,
+    tune_expected_bleu,
+    tune_mira,
+    tune_pro,
+)
+from kbest_bleu.tuning.mbr import mbr_matrix, mbr_select
 
 
 @pytest.fixture(scope="module")

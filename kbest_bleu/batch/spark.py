@@ -21,10 +21,10 @@ import pyarrow as pa
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..errors import InputError
+from ..stats import ngram_stats, segment_argmax
 from .output import atomic_output, check_output
 from .references import Columns
 from .stream import output_schema, score_batches, score_columns
-from ..stats import ngram_stats, segment_argmax
 
 __all__ = ["score_dataframe", "score_parquet_spark", "segment_summary"]
 
@@ -70,7 +70,7 @@ def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = 
     order), ``one_best_index`` (highest ``columns.score``, else 0) and the summed statistics
     m1..mN, t1..tN, hyp_len, ref_len. Runs ``groupBy(segment).applyInArrow``."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import (DoubleType, LongType, StructField, StructType)
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
     _require_pyspark()
     cfg = config or BleuConfig()
     n = cfg.max_order

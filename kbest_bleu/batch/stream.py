@@ -17,12 +17,11 @@ import pyarrow.compute as pc
 
 from ..bleu import BleuResult, corpus_score, sentence_scores
 from ..config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
-from ..encode import (check_contiguous, hypotheses_array, key_labels, references_array, run_starts,
-                     segment_references)
+from ..encode import check_contiguous, hypotheses_array, key_labels, references_array, run_starts, segment_references
 from ..errors import InputError
 from ..metrics.base import Metric
-from .references import Columns, ReferenceTable, require_columns
 from ..stats import BleuStats, segment_argmax, segment_stats
+from .references import Columns, ReferenceTable, require_columns
 
 __all__ = ["COMPRESSIONS", "META_SEGMENT", "Summary", "Tally", "output_schema", "score_batches", "score_columns",
            "score_table"]

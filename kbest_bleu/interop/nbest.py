@@ -16,12 +16,12 @@ from typing import Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..config import BleuConfig
-from ..encode import run_starts
-from ..errors import InputError
 from ..batch.output import atomic_output, check_output
 from ..batch.references import Columns, ReferenceTable, read_lines
 from ..batch.stream import score_batches
+from ..config import BleuConfig
+from ..encode import run_starts
+from ..errors import InputError
 
 __all__ = ["dense_features", "export_moses", "parse_features", "read_nbest", "write_nbest"]
 

@@ -13,11 +13,11 @@ from typing import Any, Optional
 import numba
 import numpy as np
 
+from .._counting import _pair_stats
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..encode import hypotheses_array, segment_pointers
 from ..errors import InputError
-from .._counting import _pair_stats
 from ..stats import BleuStats, counting_args
 from ..tokenize import prepare, split_ids
 

@@ -10,14 +10,15 @@ import pickle
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import paper_bleu
+from test_bleu2vec_reference import corrected_counts, faithful_sentence
 
 from kbest_bleu.errors import InputError
 from kbest_bleu.metrics import Metric, load_metric
 from kbest_bleu.metrics.bleu2vec.models import from_arrays, load_embeddings
 from kbest_bleu.metrics.bleu2vec.score import bleu2vec_scores, faithful_combine, from_options, sentence_bleu2vec
-from reference import paper_bleu
-from test_bleu2vec_reference import corrected_counts, faithful_sentence
 
 pytest.importorskip("gensim")
 

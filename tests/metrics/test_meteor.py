@@ -19,9 +19,17 @@ from hypothesis import strategies as st
 
 from kbest_bleu.errors import InputError
 from kbest_bleu.metrics import load_metric
-from kbest_bleu.metrics.meteor import (MeteorParams, from_options, meteor_params, meteor_rows, meteor_segments,
-                                       sentence_meteor, system_meteor)
-from kbest_bleu.metrics.meteor import _align, score as meteor_score
+from kbest_bleu.metrics.meteor import (
+    MeteorParams,
+    _align,
+    from_options,
+    meteor_params,
+    meteor_rows,
+    meteor_segments,
+    sentence_meteor,
+    system_meteor,
+)
+from kbest_bleu.metrics.meteor import score as meteor_score
 
 # ---------------------------------------------------------------------------------------------
 # gold files

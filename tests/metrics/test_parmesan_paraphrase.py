@@ -259,6 +259,7 @@ def test_words_are_meteors_tokens_and_unchanged_references_stay_byte_identical(t
 def test_words_split_like_the_jar(strings, start):
     """words() = Java's split on [ \\t\\n\\r\\f]+ without empty strings, whichever path each row takes."""
     import re
+
     from kbest_bleu.metrics.parmesan.substitute import words
     arr = pa.array(strings, pa.string()).slice(min(start, len(strings)))
     tokens, ptr = words(arr)

@@ -84,9 +84,6 @@ def intern_ngrams(ids, ptr, seg_ptr, ref_ptr, n_hyp, n, type_base):
     return gram, rep, n_types
 
 
-_UNSET = 10.0  # marks a similarity not computed yet (a cosine is at most 1 + rounding)
-
-
 @njit(cache=True, fastmath=True)
 def _dot(matrix, a, b):
     """float32 dot product of two unit rows (gensim's ``similarity``; summed in SIMD lanes, so it
@@ -98,80 +95,78 @@ def _dot(matrix, a, b):
 
 
 @njit(cache=True)
-def _sim(values, row_emb, col_emb, matrix, i, j):
-    """Similarity of table row i (a hypothesis type) and column j (a reference type), both with
-    vectors, computed on first use: most pairs of a segment's table are never looked at."""
-    v = values[i, j]
-    if v == _UNSET:
-        v = np.float64(_dot(matrix, row_emb[i], col_emb[j]))
-        values[i, j] = v
-    return v
+def _fill_row(i, values, order, row_emb, col_emb, matrix, eps):
+    """Row i of the segment's table, on its first use: the weight of hypothesis type i with every
+    reference type (cosine; ``eps`` when either has no vector) and the reference types sorted
+    by descending weight, ties by first occurrence (a stable sort: the original's strict ``>``
+    row scan keeps the first maximum). NaN weights (never paired) sort last."""
+    if row_emb[i] < 0:  # every weight is eps: the sort would keep the columns in order
+        values[i] = eps
+        order[i] = np.arange(values.shape[1])
+        return
+    for j in range(values.shape[1]):
+        values[i, j] = eps if col_emb[j] < 0 else _dot(matrix, row_emb[i], col_emb[j])
+    order[i] = np.argsort(-values[i], kind="mergesort")
 
 
 @njit(cache=True)
-def _row_best(values, row_emb, col_emb, matrix, row, cols, cc, floor, eps, start):
-    """The first column with the highest weight > floor still available to ``row``: (column, weight),
-    (-1, floor) if none. A pair with an unknown n-gram weighs ``eps`` (NaN: never taken). A row
-    without a vector weighs eps with every column, so its best is the first available one, found
-    from ``start`` (the columns before its previous best are used up)."""
-    best_j, best_v = -1, floor
-    unknown_row = row_emb[row] < 0
-    for j in range(start if unknown_row else 0, len(cols)):
-        if cc[j] > 0:
-            if unknown_row:  # every pair weighs eps: the first available column
-                return (j, eps) if eps > floor else (-1, floor)
-            if col_emb[cols[j]] < 0:
-                v = eps
-            else:
-                v = _sim(values, row_emb, col_emb, matrix, row, cols[j])
-            if v > best_v:
-                best_j, best_v = j, v
-    return best_j, best_v
+def _advance(a, rows, pos, order, values, colcnt, floor):
+    """Row a's best reference type still available, walking its sorted list from pos[a] (types are
+    only used up within a hypothesis, so the walk never goes back): (type, weight), (-1, floor)."""
+    i = rows[a]
+    for p in range(pos[a], order.shape[1]):
+        j = order[i, p]
+        v = values[i, j]
+        if not v > floor:
+            break
+        if colcnt[j] > 0:
+            pos[a] = p
+            return j, v
+    pos[a] = order.shape[1]
+    return -1, floor
 
 
 @njit(cache=True)
-def _greedy(rows, rc, cols, cc, values, row_emb, col_emb, matrix, floor, eps, best_j, best_v):
+def _greedy(rows, rc, colcnt, values, order, floor, pos, best_j, best_v):
     """Greedy pairing, most similar pair first, ties to the first pair in row-major order (the
-    original's strict ``>`` scan from a running maximum that starts at ``floor``).
+    original's scan for a value above a running maximum that starts at ``floor``).
 
-    rows / cols : residual hypothesis / reference types (rows / columns of the segment's
-    similarity table ``values``, whose types have vectors row_emb / col_emb, -1: none), in order
-    of first occurrence; rc / cc their residual counts, consumed here (faithful: 1 each, the
-    original pairs distinct types: pandas' drop-by-label removes every row of a label). The
-    picked pair takes min(counts) pairs. Each row keeps its best available column, recomputed
-    only when that column runs out: no sort, about one pass over the rows x columns.
-    best_j / best_v : scratch. Returns the sum of the taken weights.
+    rows : residual hypothesis types (rows of the segment's ``values`` / ``order``) in order of
+    first occurrence, rc their residual counts; colcnt : residual count of every reference type
+    (0: not a candidate); both consumed here (faithful: 1 each, the original pairs distinct
+    types: pandas' drop-by-label removes every row of a label). The picked pair takes
+    min(counts) pairs. Each row follows its sorted list of reference types, so a hypothesis
+    costs about (rows x pairs taken), not a sort. pos, best_j, best_v : scratch.
+    Returns the sum of the taken weights.
     """
     na = len(rows)
-    for i in range(na):
-        best_j[i], best_v[i] = _row_best(values, row_emb, col_emb, matrix, rows[i], cols, cc, floor, eps, 0)
+    for a in range(na):
+        pos[a] = 0
+        best_j[a], best_v[a] = _advance(a, rows, pos, order, values, colcnt, floor)
     total = 0.0
     while True:
         pick, pv = -1, floor
-        for i in range(na):
-            if rc[i] > 0 and best_j[i] >= 0 and best_v[i] > pv:
-                pick, pv = i, best_v[i]
+        for a in range(na):
+            if rc[a] > 0 and best_j[a] >= 0 and best_v[a] > pv:
+                pick, pv = a, best_v[a]
         if pick < 0:
             return total
         j = best_j[pick]
-        k = min(rc[pick], cc[j])
+        k = min(rc[pick], colcnt[j])
         total += k * pv
         rc[pick] -= k
-        cc[j] -= k
-        if cc[j] == 0:
-            for i in range(na):
-                if rc[i] > 0 and best_j[i] == j:
-                    best_j[i], best_v[i] = _row_best(values, row_emb, col_emb, matrix, rows[i], cols, cc, floor,
-                                                     eps, j + 1)
+        colcnt[j] -= k
+        if colcnt[j] == 0:
+            for a in range(na):
+                if rc[a] > 0 and best_j[a] == j:
+                    best_j[a], best_v[a] = _advance(a, rows, pos, order, values, colcnt, floor)
 
 
 @njit(cache=True)
-def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_sim, out, col):
-    """Counts of order ``n`` for the hypotheses h0..h1-1 of one segment whose references are rows
-    r0..r1-1; writes out[h, col + 0/1/2] = exact, fuzzy, hypothesis n-grams."""
-    faithful = mode == MODE_FAITHFUL
-    n_refs = r1 - r0 if not faithful else min(1, r1 - r0)
-    # reference n-gram types (faithful: the first reference only), in order of first occurrence
+def _reference_counts(ptr, gram, r0, n_refs, n_types, n):
+    """The segment's reference n-gram types, in order of first occurrence over its references:
+    ref_of int64[n_types] (type -> reference type, -1), ref_types int64[nr], counts per
+    reference int64[max(n_refs, 1), nr] and their max over references int64[nr]."""
     ref_of = np.full(n_types, -1, np.int64)
     ref_types = np.empty(n_types, np.int64)
     nr = 0
@@ -182,7 +177,6 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
                 ref_of[t] = nr
                 ref_types[nr] = t
                 nr += 1
-    ref_types = ref_types[:nr]
     rc = np.zeros((max(n_refs, 1), nr), np.int64)
     for r in range(n_refs):
         for p in range(ptr[r0 + r], ptr[r0 + r + 1] - n + 1):
@@ -191,29 +185,39 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
     for r in range(n_refs):
         for j in range(nr):
             rmax[j] = max(rmax[j], rc[r, j])
-    # the similarity table: every hypothesis n-gram type of the segment x every reference type
-    in_hyp = np.zeros(n_types, np.bool_)
-    for p in range(ptr[h0], ptr[h1]):
-        if gram[p] >= 0:
-            in_hyp[gram[p]] = True
-    hyp_types = np.flatnonzero(in_hyp)
+    return ref_of, ref_types[:nr], rc, rmax
+
+
+@njit(cache=True)
+def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_sim, out, col):  # noqa: ARG001
+    """Counts of order ``n`` for the hypotheses h0..h1-1 of one segment whose references are rows
+    r0..r1-1; writes out[h, col + 0/1/2] = exact, fuzzy, hypothesis n-grams."""
+    faithful = mode == MODE_FAITHFUL
+    n_refs = r1 - r0 if not faithful else min(1, r1 - r0)  # faithful: the first reference only
+    ref_of, ref_types, rc, rmax = _reference_counts(ptr, gram, r0, n_refs, n_types, n)
+    nr = len(ref_types)
+    # the similarity table, hypothesis types of the segment x reference types, rows filled on first use
     row_of = np.full(n_types, -1, np.int64)
-    row_of[hyp_types] = np.arange(len(hyp_types))
-    values = np.full((len(hyp_types), nr), _UNSET)
-    row_emb, col_emb = emb[hyp_types], emb[ref_types]
+    n_rows = 0
+    for p in range(ptr[h0], ptr[h1]):
+        if gram[p] >= 0 and row_of[gram[p]] < 0:
+            row_of[gram[p]] = n_rows
+            n_rows += 1
+    row_emb = np.empty(n_rows, np.int64)
+    row_emb[row_of[row_of >= 0]] = emb[np.flatnonzero(row_of >= 0)]
+    values = np.empty((n_rows, nr))
+    order = np.empty((n_rows, nr), np.int64)
+    ready = np.zeros(n_rows, np.bool_)
+    col_emb = emb[ref_types]
     eps = 0.001 if faithful else np.nan  # bc4.py: a pair with an unknown n-gram weighs 0.001
     floor = -1.0 if faithful else max(min_sim, 0.0)  # faithful: the running max starts at -1, strict >
     if not faithful and min_sim > 0.0:
         floor = np.nextafter(min_sim, -np.inf)  # pairs with cosine >= min_similarity are taken
-    # per-hypothesis scratch, sized once per segment
     hc = np.zeros(n_types, np.int64)
     first = np.empty(n_types, np.int64)
-    rows = np.empty(n_types, np.int64)
-    row_cnt = np.empty(n_types, np.int64)
-    cols = np.empty(nr, np.int64)
-    col_cnt = np.empty(nr, np.int64)
-    best_j = np.empty(n_types, np.int64)
-    best_v = np.empty(n_types)
+    rows, row_cnt = np.empty(n_types, np.int64), np.empty(n_types, np.int64)
+    colcnt = np.empty(nr, np.int64)
+    pos, best_j, best_v = np.empty(n_types, np.int64), np.empty(n_types, np.int64), np.empty(n_types)
     for h in range(h0, h1):
         nh = 0
         for p in range(ptr[h], ptr[h + 1] - n + 1):
@@ -222,8 +226,7 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
                 first[nh] = t
                 nh += 1
             hc[t] += 1
-        exact = 0
-        na = 0
+        exact, na = 0, 0
         for i in range(nh):
             t = first[i]
             j = ref_of[t]
@@ -232,24 +235,20 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
             if hc[t] > clip:
                 rows[na] = row_of[t]
                 row_cnt[na] = 1 if faithful else hc[t] - clip
+                if not ready[rows[na]]:
+                    _fill_row(rows[na], values, order, row_emb, col_emb, matrix, eps)
+                    ready[rows[na]] = True
                 na += 1
-        nb = 0
+        any_col = False
         for j in range(nr):
-            t = ref_types[j]
-            if faithful:
-                res = rc[0, j] - hc[t]
-            else:  # candidates from every reference, each clipped to what the hypothesis left unmatched
-                res = 0
-                for r in range(n_refs):
-                    res = max(res, rc[r, j] - hc[t])
-            if res > 0:
-                cols[nb] = j
-                col_cnt[nb] = 1 if faithful else res
-                nb += 1
+            res = rc[0, j] - hc[ref_types[j]]
+            for r in range(1, n_refs):  # corrected: candidates from every reference, the most one has left
+                res = max(res, rc[r, j] - hc[ref_types[j]])
+            colcnt[j] = 0 if res <= 0 else (1 if faithful else res)
+            any_col |= res > 0
         fuzzy = 0.0
-        if na > 0 and nb > 0:
-            fuzzy = _greedy(rows[:na], row_cnt[:na], cols[:nb], col_cnt[:nb], values, row_emb, col_emb, matrix, floor, eps,
-                            best_j, best_v)
+        if na > 0 and any_col:
+            fuzzy = _greedy(rows[:na], row_cnt[:na], colcnt, values, order, floor, pos, best_j, best_v)
         out[h, col] = exact
         out[h, col + 1] = fuzzy
         out[h, col + 2] = max(0, ptr[h + 1] - ptr[h] - n + 1)

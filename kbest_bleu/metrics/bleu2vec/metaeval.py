@@ -21,6 +21,8 @@ import pyarrow.parquet as pq
 
 from ...errors import InputError
 
+__all__ = ["english_corpus", "main", "segment_table", "system_table"]
+
 # Tables 1 and 2 of the paper (WMT15, models trained on 50M News Crawl sentences).
 PAPER_SEGMENT = {"SENT-BLEU": (0.308, 0.360, 0.391, 0.329), "BLEU2VEC_SEP": (0.327, 0.366, 0.422, 0.320),
                  "BLEU2VEC_JOINT": (0.326, 0.363, 0.417, 0.318)}

@@ -24,6 +24,9 @@ import pyarrow.compute as pc
 from ...errors import InputError
 from ...tokenize import string_buffers
 
+__all__ = ["Embeddings", "from_arrays", "joint_epoch", "load_embeddings", "ngram_tokens", "read_corpus",
+           "train"]
+
 _MODEL_FILE = re.compile(r"^(?P<name>.+)\.(?:(?P<order>\d+)gram|(?P<joint>joint))\.w2v\.(?P<ext>bin|txt|vec)$")
 # Paper section 2.1: bigrams seen fewer than 30 times and trigrams fewer than 50 are dropped.
 PAPER_MIN_COUNTS = {1: 5, 2: 30, 3: 50}
@@ -315,7 +318,7 @@ class _EpochBar:
     def on_epoch_begin(self, model) -> None:
         pass
 
-    def on_epoch_end(self, model) -> None:
+    def on_epoch_end(self, model) -> None:  # noqa: ARG002
         self.bar.update(1)
 
     def on_train_begin(self, model) -> None:

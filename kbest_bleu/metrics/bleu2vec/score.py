@@ -18,13 +18,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...config import BleuConfig, __version__
-from ...encode import hypotheses_array, is_token_lists, list_offsets, references_array, segment_pointers, \
-    segment_references
+from ...encode import (
+    hypotheses_array,
+    is_token_lists,
+    list_offsets,
+    references_array,
+    segment_pointers,
+    segment_references,
+)
 from ...errors import InputError
 from ...smoothing import sacrebleu_bleu
 from ...tokenize import TOKENIZERS, prepare, split_ids
 from . import _kernels
 from .models import Embeddings, load_embeddings
+
+__all__ = ["Bleu2vec", "bleu2vec_scores", "faithful_combine", "from_options", "sentence_bleu2vec"]
 
 MODES = ("corrected", "faithful")
 FAITHFUL_WEIGHTS = (0.33, 0.34, 0.33)  # the authors' scoring scripts
@@ -117,7 +125,7 @@ class Bleu2vec:
         return bleu
 
     def score_segments(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
-                       table: Optional[pa.Table] = None, stats: bool = False) -> list[pa.Array]:
+                       table: Optional[pa.Table] = None, stats: bool = False) -> list[pa.Array]:  # noqa: ARG002
         """Score rows of whole segments (the batch job's entry point); see :class:`Metric`."""
         counts, c, r = self.counts(hypotheses, references, seg_ptr)
         out = [pa.array(self.scores(counts, c, r))]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MeteorParams", "MeteorResult", "Meteor", "from_options", "meteor_params", "meteor_rows",
+__all__ = ["Meteor", "MeteorParams", "MeteorResult", "from_options", "meteor_params", "meteor_rows",
            "meteor_segments", "sentence_meteor", "system_meteor"]
 
 _WHERE = {"MeteorParams": "params", "meteor_params": "params", "MeteorResult": "score", "Meteor": "score",

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from ...errors import InputError
 
+__all__ = ["MeteorParams", "meteor_params", "read_function_words"]
+
 # lang code (as the jar's -l) -> (word-list name, alpha, beta, gamma, delta). Meteor 1.5's default
 # task is "rank" for its supported languages; "other" gets the language-independent parameters.
 LANGUAGES: dict[str, tuple[str, float, float, float, float]] = {

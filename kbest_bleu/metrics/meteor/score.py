@@ -25,6 +25,9 @@ from ...tokenize import split_ids
 from . import _align
 from .params import BEAM_SIZE, MeteorParams, meteor_params
 
+__all__ = ["Meteor", "MeteorResult", "from_options", "meteor_rows", "meteor_segments", "output_arrays",
+           "output_fields", "sentence_meteor", "system_meteor"]
+
 # Python's str.split() also cuts at these, the jar's StringTokenizer does not (checked in the tests
 # against every code point's str.isspace()).
 _PY_ONLY_SPACE = "[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"

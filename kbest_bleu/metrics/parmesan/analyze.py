@@ -22,6 +22,8 @@ import pyarrow.compute as pc
 
 from ...errors import InputError
 
+__all__ = ["analyze_tokens", "analyze_words", "check_analyzer"]
+
 ANALYZERS = ("lower", "columns", "simplemma", "nltk", "spacy:<model>")
 
 

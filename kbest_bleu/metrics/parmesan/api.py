@@ -16,6 +16,9 @@ from .analyze import check_analyzer
 from .substitute import Paraphrases, Sentences, analyze, edits, paraphrase_kbest
 from .table import CompiledTable, compile_table, read_table
 
+__all__ = ["ParmesanResult", "load_table", "paraphrase", "paraphrase_segments", "parmesan_segments",
+           "sentence_parmesan"]
+
 
 def load_table(path: Union[str, Path], directed: bool = False,
                sources: Sequence[str] = ("wordnet", "meteor")) -> CompiledTable:

@@ -27,6 +27,8 @@ import pyarrow.parquet as pq
 from ...errors import InputError
 from ...tokenize import tokenize
 
+__all__ = ["en_cs", "english_table", "into_english", "run_metaeval"]
+
 PAPER_EN_CS = {"BLEU": 0.751, "Meteor exact (cz)": 0.861}  # Table 2 BLEU original; Table 4 Original / No paraphr.
 INTO_EN = ("cs-en", "de-en", "es-en", "fr-en")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kbest_bleu"
@@ -112,7 +114,7 @@ def en_cs(data: Path) -> list:
                            meteor_params("cz", jar_compat=True))):
         res = meteor_segments(seg["hypothesis"], refs, seg_ptr, params)
         out.append((label, PAPER_EN_CS.get(label, PAPER_EN_CS["Meteor exact (cz)"]),
-                    *_system_pearson(seg, human, "en-cs", lambda r: system_meteor(res.take(r), params))))
+                    *_system_pearson(seg, human, "en-cs", lambda r: system_meteor(res.take(r), params))))  # noqa: B023
     return out
 
 
@@ -157,7 +159,7 @@ def into_english(data: Path, table_path: str) -> list:
             para = parmesan_segments(seg["hypothesis"], refs, seg_ptr, table, params, analyzer="simplemma", lang="en")
             for lp in INTO_EN:
                 sel = pair_lp == lp
-                pear = [_system_pearson(seg, human, lp, lambda r: system_meteor(res.take(r), params))
+                pear = [_system_pearson(seg, human, lp, lambda r: system_meteor(res.take(r), params))  # noqa: B023
                         for res in (orig, para.meteor)]
                 taus = [kendall_tau_pairs(res.score[better[sel]], res.score[worse[sel]]) for res in (orig, para.meteor)]
                 lp_rows = pc.equal(seg["lp"], lp).to_numpy(zero_copy_only=False)

@@ -19,6 +19,8 @@ from .analyze import check_analyzer
 from .api import load_table, parmesan_segments
 from .table import CompiledTable
 
+__all__ = ["ParmesanMetric", "from_options"]
+
 VERSION = "1"  # bump when a change alters paraphrased references or scores
 
 

@@ -28,6 +28,8 @@ from ...tokenize import string_buffers, tokenize
 from .analyze import analyze_tokens
 from .table import CompiledTable
 
+__all__ = ["Paraphrases", "Sentences", "analyze", "edits", "paraphrase_kbest", "words"]
+
 
 @njit(cache=True, parallel=True)
 def _substitute(seg_ptr, unit_ptr, ref_ptr, ref_lem, ref_pos, hyp_ptr, hyp_lem, hyp_pos,

@@ -25,6 +25,9 @@ import pyarrow.compute as pc
 from ...errors import InputError
 from .analyze import analyze_words
 
+__all__ = ["CompiledTable", "ParaphraseTable", "build_table", "compile_table", "read_meteor_pairs",
+           "read_synsets", "read_table", "write_table"]
+
 SOURCES = ("both", "wordnet", "meteor")  # preference order: rank 0 is preferred
 RANK_BOTH, RANK_WORDNET, RANK_METEOR = 0, 1, 2
 
