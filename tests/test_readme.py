@@ -67,7 +67,7 @@ def test_tuning_example():
 def test_command_line_session(capsys):
     assert main(["score", "-q", "-t", "none"]) == 0
     got = capsys.readouterr()
-    block = README[README.index("$ kbest-bleu score\n"):]
+    block = README[README.index("$ kbest-bleu score -t none\n"):]
     block = block[:block.index("```")]
     assert got.err.strip() in block  # the bundled-sample line
     shown = block.splitlines()[2:]
