@@ -123,7 +123,8 @@ def _read_word2vec(path: Path) -> tuple[list, np.ndarray]:
     try:
         from gensim.models import KeyedVectors
     except ImportError:
-        raise InputError("BLEU2VEC embeddings need gensim; install it with pip install 'kbest-bleu[bleu2vec]'") from None
+        raise InputError("BLEU2VEC embeddings need gensim; install it with "
+                         "pip install 'kbest-bleu[bleu2vec]'") from None
     try:
         kv = KeyedVectors.load_word2vec_format(str(path), binary=path.suffix == ".bin")
     except (OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
