@@ -124,12 +124,21 @@ def test_score_refuses_its_input_as_output(kbest, capsys):
 def test_write_error_keeps_the_old_file_and_names_it(tmp_path):
     target = tmp_path / "scores.txt"
     target.write_bytes(OLD)
-    with pytest.raises(InputError, match=str(target)) as info:
+    with pytest.raises(OSError, match=str(target)) as info:
         with atomic_output(target) as tmp:
             tmp.write_bytes(b"partial")
             raise OSError(28, "No space left on device")
-    assert "No space left on device" in str(info.value)
+    assert "No space left on device" in str(info.value) and info.value.errno == 28
     assert target.read_bytes() == OLD and _no_temporaries(tmp_path)
+
+
+def test_disk_full_during_score_exits_1_naming_the_file(kbest, old_output, capsys, monkeypatch):
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(pq.ParquetWriter, "write_batch", full)
+    rc, err = _run(capsys, "score", kbest, "-o", old_output, "-q")
+    assert rc == 1 and str(old_output) in err and "No space left" in err and err.count("\n") == 1
+    assert old_output.read_bytes() == OLD and _no_temporaries(old_output.parent)
 
 
 def test_export_moses_failure_keeps_old_scores(tmp_path, capsys):

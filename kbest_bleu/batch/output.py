@@ -104,7 +104,8 @@ def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLi
     """Context manager yielding the path to write instead of ``target``.
 
     A regular (or new) target: a temporary ``.NAME.kbest-tmp-PID`` beside it, renamed over the
-    target when the block ends without an exception and removed when it raises. A device, FIFO
+    target when the block ends without an exception and removed when it raises; an ``OSError``
+    (full disk) is raised again with a message naming the target. A device, FIFO
     or socket: the target itself (written directly, nothing to rename). ``directory``: the
     output is a new directory (Spark datasets), written and renamed the same way.
     """
@@ -121,9 +122,9 @@ def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLi
         if not tmp.exists():
             raise InputError(f"{option} {_describe(dst)}: nothing was written")
         os.replace(tmp, dst)
-    except OSError as exc:
-        raise InputError(f"{option} {_describe(dst)}: could not write the output ({exc.strerror or exc}); "
-                         "the previous file, if any, is unchanged; free space or choose a writable path") from None
+    except OSError as exc:  # the machine, not the input (exit 1): the message names the file
+        raise OSError(exc.errno, f"{option} {_describe(dst)}: could not write the output ({exc.strerror or exc}); "
+                      "the previous file, if any, is unchanged; free space or choose a writable path") from None
     finally:
         _LIVE.discard(tmp)
         _remove(tmp)
