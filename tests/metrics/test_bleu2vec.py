@@ -126,9 +126,7 @@ def _flatten(segments):
     return hyps, refs, seg_ids
 
 
-@settings(max_examples=60, deadline=None)
-@given(kbest, st.integers(0, 2 ** 32 - 1))
-def test_faithful_kernel_equals_slow_reference(segments, seed):
+def _check_faithful(segments, seed):
     keys, vectors = _random_models(seed)
     emb = from_arrays(keys, vectors)
     models = {n: dict(zip(keys[n], vectors[n])) for n in keys}
@@ -142,9 +140,7 @@ def test_faithful_kernel_equals_slow_reference(segments, seed):
         assert scores[i] == pytest.approx(score, rel=1e-5, abs=1e-9)
 
 
-@settings(max_examples=60, deadline=None)
-@given(kbest, st.integers(0, 2 ** 32 - 1), st.integers(1, 3), st.integers(0, 7), st.sampled_from([0.0, 0.3]))
-def test_corrected_kernel_equals_slow_reference(segments, seed, max_order, smoothing, min_sim):
+def _check_corrected(segments, seed, max_order, smoothing, min_sim):
     keys, vectors = _random_models(seed)
     emb = from_arrays(keys, vectors)
     models = {n: dict(zip(keys[n], vectors[n])) for n in keys}
@@ -164,6 +160,36 @@ def test_corrected_kernel_equals_slow_reference(segments, seed, max_order, smoot
         r = min((len(x) for x in rt), key=lambda x: (abs(x - c), x))
         expected = paper_bleu(smoothing, m, t, c, r, N=max_order, effective=True)
         assert scores[i] == pytest.approx(expected, rel=1e-5, abs=1e-9)
+
+
+_CORRECTED_ARGS = (kbest, st.integers(0, 2 ** 32 - 1), st.integers(1, 3), st.integers(0, 7), st.sampled_from([0.0, 0.3]))
+
+
+# 40 random K-best lists each in the default run, 500 in CI (exhaustive)
+@settings(max_examples=40, deadline=None)
+@given(kbest, st.integers(0, 2 ** 32 - 1))
+def test_faithful_kernel_equals_slow_reference(segments, seed):
+    _check_faithful(segments, seed)
+
+
+@settings(max_examples=40, deadline=None)
+@given(*_CORRECTED_ARGS)
+def test_corrected_kernel_equals_slow_reference(segments, seed, max_order, smoothing, min_sim):
+    _check_corrected(segments, seed, max_order, smoothing, min_sim)
+
+
+@pytest.mark.exhaustive
+@settings(max_examples=500, deadline=None)
+@given(kbest, st.integers(0, 2 ** 32 - 1))
+def test_faithful_kernel_sweep(segments, seed):
+    _check_faithful(segments, seed)
+
+
+@pytest.mark.exhaustive
+@settings(max_examples=500, deadline=None)
+@given(*_CORRECTED_ARGS)
+def test_corrected_kernel_sweep(segments, seed, max_order, smoothing, min_sim):
+    _check_corrected(segments, seed, max_order, smoothing, min_sim)
 
 
 def test_corrected_differs_from_faithful_where_documented():
