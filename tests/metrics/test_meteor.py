@@ -257,11 +257,20 @@ def test_aligner_equals_exhaustive_search_where_nothing_is_pruned(hyp, ref):
         assert _align.align(h, r, 40).tolist() == best
 
 
-@settings(deadline=None)
+@settings(max_examples=400, deadline=None)  # many: the beam's online insertion and eviction, pending sums
 @given(st.lists(st.integers(0, 3), max_size=12), st.lists(st.integers(0, 3), max_size=12), st.integers(1, 6))
 def test_aligner_equals_literal_beam_search_when_pruning(hyp, ref, beam):
     assert _align.align(np.array(hyp, np.int32), np.array(ref, np.int32), beam).tolist() == \
         jar_beam_search(hyp, ref, beam)
+
+
+def test_aligner_equals_literal_beam_search_past_64_words():
+    """Sentences longer than one 64-bit word of the used-word bitset, words repeated, beam 40."""
+    rng = np.random.default_rng(3)
+    for n_i, n_j in ((70, 66), (130, 65)):
+        hyp, ref = rng.integers(0, 12, n_i).tolist(), rng.integers(0, 12, n_j).tolist()
+        assert _align.align(np.array(hyp, np.int32), np.array(ref, np.int32), 40).tolist() == \
+            jar_beam_search(hyp, ref, 40)
 
 
 @settings(max_examples=30, deadline=None)
