@@ -221,26 +221,30 @@ def paraphrase_kbest(hyps: Sentences, refs: Sentences, unit_ptr: np.ndarray, seg
     sub = _substitute(seg_ptr, unit_ptr, refs.ptr, _ids(refs.lemma, table.vocab), ref_pos, hyps.ptr,
                       _ids(hyps.lemma, table.vocab), hyp_pos, table.ptr, table.hyp, t_pos, slots,
                       len(table.vocab), max(1, min(numba.get_num_threads(), len(rows_per_seg))))
-    # new tokens: the substituted hypothesis word, else the reference word at that slot
+    # row h's references are its segment's units, in order; offsets: their slots
     n_slots = int(slots[-1])
     seg_of_row = np.repeat(np.arange(len(rows_per_seg)), rows_per_seg)
-    ref_idx = np.repeat(seg_tok[seg_of_row] - slots[:-1], np.diff(slots)) + np.arange(n_slots)
-    gather = np.where(sub >= 0, sub.astype(np.int64) + len(refs.forms), ref_idx)
-    tokens = pa.concat_arrays([refs.forms, hyps.forms]).take(pa.array(gather))
-    # row h's references are its segment's units, in order
     refs_per_row = np.repeat(np.diff(unit_ptr), rows_per_seg)
     units = np.zeros(len(hyps.ptr), np.int64)
     np.cumsum(refs_per_row, out=units[1:])
     unit_of = np.repeat(unit_ptr[seg_of_row] - units[:-1], refs_per_row) + np.arange(units[-1])
     offsets = np.zeros(len(unit_of) + 1, np.int64)
     np.cumsum(np.diff(refs.ptr)[unit_of], out=offsets[1:])
-    joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(offsets), tokens), " ")
     changed = np.zeros(n_slots + 1, np.int64)
     np.cumsum(sub >= 0, out=changed[1:])
     count = np.diff(changed[offsets]).astype(np.int32)
-    # a reference without substitutions stays byte for byte the original (its spacing included)
-    joined = pc.if_else(pa.array(count > 0), joined, refs.text.take(pa.array(unit_of)).cast(joined.type))
-    references = pa.LargeListArray.from_arrays(pa.array(units), joined.cast(pa.large_string()))
+    # only edited references are rebuilt (their words joined by single spaces): in each slot the
+    # substituted hypothesis word, else the reference word; the others stay byte for byte as given
+    edited = np.flatnonzero(count > 0)
+    lengths = np.diff(offsets)[edited]
+    at = np.repeat(offsets[edited] - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(lengths.sum())
+    ref_idx = at + (seg_tok[seg_of_row] - slots[:-1])[np.searchsorted(slots, at, side="right") - 1]
+    gather = np.where(sub[at] >= 0, sub[at].astype(np.int64) + len(refs.forms), ref_idx)
+    tokens = pa.concat_arrays([refs.forms, hyps.forms]).take(pa.array(gather))
+    joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(lengths)]), tokens), " ")
+    pick = np.where(count > 0, len(refs.text) + np.cumsum(count > 0) - 1, unit_of)
+    strings = pa.concat_arrays([refs.text.cast(pa.large_string()), joined.cast(pa.large_string())])
+    references = pa.LargeListArray.from_arrays(pa.array(units), strings.take(pa.array(pick)))
     return Paraphrases(references, units, count, sub, slots)
 
 
