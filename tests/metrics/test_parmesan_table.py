@@ -101,3 +101,11 @@ def test_metaeval_en_cs_reproduces_the_papers_meteor_exact(shared_data):
     rows = {m: (paper, ours, n) for m, paper, ours, n in en_cs(shared_data)}
     paper, ours, n = rows["Meteor exact (cz)"]
     assert n == 13 and abs(ours - paper) < 0.005
+
+
+def test_simplemma_czech_under_meteors_language_code():
+    pytest.importorskip("simplemma")
+    import pyarrow as pa
+    from kbest_bleu.metrics.parmesan.analyze import analyze_words
+    lemma, pos, known = analyze_words(pa.array(["klasická", "polohy"]), "simplemma", "cz")
+    assert lemma.to_pylist() == ["klasický", "poloha"] and pos is None and known.all()

@@ -67,6 +67,7 @@ def _simplemma_words(words: list, lang: str) -> tuple[list, np.ndarray]:
         import simplemma
     except ImportError as exc:
         raise _missing("simplemma", exc) from None
+    lang = {"cz": "cs"}.get(lang, lang)  # Meteor's code for Czech is cz, ISO 639-1 (simplemma's) cs
     try:
         lemmas = [simplemma.lemmatize(w, lang=lang).lower() for w in words]
         known = np.array([simplemma.is_known(w, lang=lang) or simplemma.is_known(w.lower(), lang=lang)
