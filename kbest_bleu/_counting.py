@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 from numba import njit, prange
+from . import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job: DESIGN.md section 5)
 
 # Idle OpenMP workers sleep instead of spinning (unless the user chose a policy): on a busy 2-core
 # machine (load 11) a parallel launch otherwise waited ~16 ms for spinning peers to be

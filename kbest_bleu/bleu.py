@@ -223,7 +223,13 @@ class SentenceScorer:
     def __init__(self, references: "str | Sequence[str]", config: Optional[BleuConfig] = None,
                  **options: Any) -> None:
         self.config = cfg = _config(config, options)
-        refs = [references] if isinstance(references, str) else list(references)
+        if isinstance(references, str):
+            refs = [references]
+        elif isinstance(references, (Sequence, np.ndarray)) and not isinstance(references, bytes):
+            refs = list(references)
+        else:
+            raise InputError(f"references: expected a string or a list of strings, found {type(references).__name__}"
+                             " (give [] for no reference)")
         parts = [_prepared_bytes(x, cfg, f"references[{i}]") for i, x in enumerate(refs)]
         self._references = refs
         self._ref_data = np.frombuffer(b"".join(p.tobytes() for p in parts), np.uint8)

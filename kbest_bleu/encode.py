@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _counting, _numba_cache  # noqa: F401  (_numba_cache: a broken kernel cache never fails a job)
+from . import _counting
 from .errors import InputError
 from .tokenize import lowercase as lowercase_column
 from .tokenize import prepare, split_ids, string_buffers

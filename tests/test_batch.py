@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import kbest_bleu as kb
+from kbest_bleu.batch.output import TEMP_MARK
 from kbest_bleu.batch import Columns, ReferenceTable, score_batches, score_parquet, score_table
 from kbest_bleu.cli import main
 
@@ -232,7 +233,7 @@ def test_bad_input_exit_2_with_message_and_no_output(tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err, (name, err)
         assert not out.exists(), name
-        assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p], name
+        assert not [p for p in os.listdir(tmp_path) if TEMP_MARK in p], name
 
 
 def test_unknown_option_value_exits_2(capsys):

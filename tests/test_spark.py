@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import kbest_bleu as kb
+from kbest_bleu.batch.output import TEMP_MARK
 from kbest_bleu.batch import Columns, score_table
 
 
@@ -91,6 +92,6 @@ def test_cli_engine_spark_writes_a_dataset_atomically(spark, pooled, tmp_path):
     got = pq.read_table(out)  # part files in name order = row order
     want = score_table(t, columns=COLS)
     assert got["bleu"].to_pylist() == want["bleu"].to_pylist()
-    assert [p for p in os.listdir(tmp_path) if ".tmp-" in p] == []
+    assert [p for p in os.listdir(tmp_path) if TEMP_MARK in p] == []
     # an existing output directory is refused before any work (exit 2, nothing written)
     assert main(["score", str(path), "-o", str(out), "--engine", "spark", "--seg-col", "lp,segment_id"]) == 2

@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 
 from ..bleu import BleuResult, corpus_score, sentence_scores
 from ..config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
-from ..encode import check_contiguous, hypotheses_array, key_labels, references_array, run_starts, segment_references
+from ..encode import (check_contiguous, check_segment_keys, hypotheses_array, key_labels, references_array,
+                      run_starts, segment_references)
 from ..errors import InputError
 from ..metrics.base import Metric
 from ..stats import BleuStats, segment_argmax, segment_stats
@@ -230,11 +231,10 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
         if pending is not None:
             table = pa.concat_tables([pending, table])
         keys = [table[c].combine_chunks() for c in columns.segment]
-        for c, k in zip(columns.segment, keys):
-            if k.null_count:
-                raise InputError(f"{source}: column {c!r} is null at row "
-                                 f"{row0 + int(np.flatnonzero(k.is_null().to_numpy(zero_copy_only=False))[0])}; "
-                                 "expected a segment id on every row")
+        try:
+            check_segment_keys(keys, columns.segment, row0)
+        except InputError as exc:
+            raise InputError(f"{source}: {exc}") from None
         starts = run_starts(keys)
         last = int(starts[-1])
         if last > 0:  # rows before the last run form whole segments

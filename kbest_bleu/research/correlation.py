@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from .. import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
 
 from ..errors import InputError
 

@@ -8,6 +8,7 @@ Rows are statistics in Moses order, float64[H, 2N+1] (m1 t1 ... mN tN reflen).
 
 import numpy as np
 from numba import njit, prange
+from .. import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
 
 
 @njit(cache=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from ... import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
 
 MODE_CORRECTED = 0
 MODE_FAITHFUL = 1

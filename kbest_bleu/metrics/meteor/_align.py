@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from ... import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
 
 N_STATS = 23  # the jar's -ssOut line: 4 lengths, 4 modules x 4 match counts, chunks, 2 word-match totals
 
