@@ -111,6 +111,9 @@ def _write_stdout(path: Path) -> None:
 
 
 def _cmd_score(a: argparse.Namespace) -> int:
+    if a.threads is not None:  # first: the kernels' thread count, before any scoring import runs
+        from .stats import set_threads
+        set_threads(a.threads)
     import tempfile
 
     import pyarrow as pa
@@ -172,6 +175,7 @@ def _score_with_progress(src, out, cfg, a, columns, refs, metrics, score_parquet
               file=sys.stderr) as bar:
         return score_parquet(src, out, cfg, columns=columns, references=refs, stats=a.stats,
                              smoothings=a.also_smoothing, metrics=metrics, batch_size=a.batch_size, quiet=True,
+                             **({} if a.batch_bytes is None else {"batch_bytes": a.batch_bytes}),
                              compression=a.compression, on_batch=bar.update)
 
 
@@ -402,6 +406,10 @@ def _score_parser(sub) -> None:
                    help="more sentence-BLEU columns from the same counts: comma-separated smoothings (0-7 or "
                         "names) or 'all' (the preset's), as columns bleu_s<n>")
     p.add_argument("--batch-size", type=int, default=65536, help="rows per record batch (bounds memory)")
+    p.add_argument("--batch-bytes", type=int, default=None,
+                   help="bytes of hypothesis text per record batch (bounds memory; default 16 MiB)")
+    p.add_argument("--threads", type=int, default=None, help="threads for the kernels (default: every core; "
+                   "jobs under 64 KB run on one)")
     p.add_argument("--compression", default="zstd",
                    help="parquet codec of the output: zstd (smallest), snappy (fastest), lz4, gzip, brotli, none")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no log lines")

@@ -10,7 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..config import BleuConfig
@@ -21,7 +23,15 @@ from .output import atomic_output, check_output
 from .references import Columns, ReferenceTable, require_columns
 from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
 
-__all__ = ["Progress", "check_schema", "read_parquet_table", "score_parquet"]
+__all__ = ["BATCH_BYTES", "MAX_ROW_BYTES", "Progress", "check_schema", "read_parquet_table", "score_parquet"]
+
+# Scoring memory follows the text scored, not the row count: tokenizing and counting take
+# ~100-300 bytes per input byte (most with -t char, one token per character). A batch holds at
+# most BATCH_BYTES of hypothesis text (rows capped by bytes); a longer segment is still scored
+# whole (a segment is never split). A row whose hypothesis and references together pass
+# MAX_ROW_BYTES is refused: at -t char it alone would take gigabytes.
+BATCH_BYTES = 16 << 20
+MAX_ROW_BYTES = 4 << 20
 
 
 class Progress:
@@ -73,7 +83,7 @@ def _open_parquet(path: Path, dictionary_column: Optional[str] = None) -> tuple[
 def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.PathLike]", config: Optional[BleuConfig] = None, *,
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
                   smoothings: Sequence = (), metrics: Sequence[Metric] = (), batch_size: int = 65536,
-                  quiet: bool = True, compression: str = "zstd",
+                  batch_bytes: int = BATCH_BYTES, quiet: bool = True, compression: str = "zstd",
                   on_batch: Optional[Callable[[int], None]] = None) -> Summary:
     """Score a parquet K-best file into a new parquet file, streaming batch by batch; the output
     columns are those of :func:`score_batches`.
@@ -84,12 +94,16 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     The schema is checked before any row is read (also for a file of 0 rows); each batch is
     checked for NaN segment ids and invalid UTF-8 (file, row, byte offset). ``out_path=None``
     scores without writing (the summary only). ``compression``: parquet codec (zstd, snappy,
-    lz4, none).
+    lz4, none). Memory is bounded by bytes: a batch holds at most ``batch_size`` rows and at most
+    ``batch_bytes`` bytes of hypothesis text (a segment longer than that is still scored whole);
+    a row with more than :data:`MAX_ROW_BYTES` of hypothesis and reference text is refused.
     """
     cfg = config or BleuConfig()
     src = Path(in_path)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"batch size: expected a positive number of rows, found {batch_size!r}")
+    if isinstance(batch_bytes, bool) or not isinstance(batch_bytes, int) or batch_bytes < 1:
+        raise InputError(f"batch bytes: expected a positive number of bytes, found {batch_bytes!r}")
     if compression not in COMPRESSIONS:
         raise InputError(f"compression: expected one of {', '.join(COMPRESSIONS)}, found {compression!r}")
     score_columns(cfg, smoothings)  # bad options fail before any file is opened
@@ -101,20 +115,21 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     t0 = time.perf_counter()
     if out_path is None:
         with open(os.devnull, "wb") as sink:
-            _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics, batch_size,
-                          quiet, compression, on_batch, tally, src)
+            _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics,
+                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src)
     else:
         with atomic_output(out_path, [src]) as tmp, open(tmp, "wb") as sink:
-            _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics, batch_size,
-                          quiet, compression, on_batch, tally, src)
+            _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics,
+                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src)
     return tally.summary(time.perf_counter() - t0)
 
 
 def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuConfig, columns: Columns,
                   references: Optional[ReferenceTable], stats: bool, smoothings: Sequence, metrics: Sequence[Metric],
-                  batch_size: int, quiet: bool, compression: str, on_batch: Optional[Callable[[int], None]],
+                  batch_limits: tuple, quiet: bool, compression: str, on_batch: Optional[Callable[[int], None]],
                   tally: Tally, src: Path) -> None:
-    """The streaming loop of :func:`score_parquet`: read, score and write each batch."""
+    """The streaming loop of :func:`score_parquet`: read, score and write each batch.
+    ``batch_limits``: (rows, bytes) per batch."""
     progress = Progress(pf.metadata.num_rows, quiet)
     writer = None
     # Dictionary-read references can be written as they are when parquet's own types
@@ -124,7 +139,8 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
     direct = pf.schema_arrow != declared and _parquet_types_suffice(out_schema)
     try:
         scored = [columns.hypothesis] + ([columns.references] if references is None else [])
-        batches = _checked(_guard_reads(_read_batches(pf, batch_size), src), columns, src, scored)
+        batches = _checked(_guard_reads(_read_batches(pf, *batch_limits), src), columns, src, scored)
+        batches = _bounded(batches, columns, references is None, batch_limits[1], src)
         # Arrow encodes a batch on one thread: writing batch i on a background thread
         # while batch i+1 is read and scored keeps both cores busy. At most one batch
         # waits; a write error surfaces at the next batch or at the end.
@@ -202,21 +218,67 @@ def _checked(batches: Iterator[pa.RecordBatch], columns: Columns, path: Path,
         row0 += batch.num_rows
 
 
-def _read_batches(pf: pq.ParquetFile, batch_size: int) -> Iterator[pa.RecordBatch]:
+def _read_batches(pf: pq.ParquetFile, batch_size: int, batch_bytes: int = BATCH_BYTES) -> Iterator[pa.RecordBatch]:
     """Record batches of about ``batch_size`` rows, read one row group at a time: Arrow cannot
     read a dictionary-encoded nested column across two row groups' dictionaries into one
-    batch. Batches of small row groups are joined here (concatenation unifies dictionaries)."""
+    batch. Batches of small row groups are joined here (concatenation unifies dictionaries).
+    Rows per read are also capped by the row group's uncompressed bytes per row, so that long
+    rows arrive in batches of about ``batch_bytes`` (:func:`_bounded` enforces it exactly)."""
     held: list = []
     rows = 0
     for group in range(pf.metadata.num_row_groups):
-        for batch in pf.iter_batches(batch_size=batch_size, row_groups=[group]):
+        meta = pf.metadata.row_group(group)
+        per_row = meta.total_byte_size / max(meta.num_rows, 1)
+        step = max(1, min(batch_size, int(batch_bytes / per_row) if per_row else batch_size))
+        for batch in pf.iter_batches(batch_size=step, row_groups=[group]):
             held.append(batch)
             rows += batch.num_rows
-            if rows >= batch_size:
+            if rows >= step:
                 yield from _joined(held)
                 held, rows = [], 0
     if held:
         yield from _joined(held)
+
+
+def _bounded(batches: Iterator[pa.RecordBatch], columns: Columns, with_references: bool, batch_bytes: int,
+             path: Path) -> Iterator[pa.RecordBatch]:
+    """Each batch cut into slices of at most ``batch_bytes`` bytes of hypothesis text (at least one
+    row each); a row whose hypothesis and references pass :data:`MAX_ROW_BYTES` raises InputError."""
+    row0 = 0
+    for batch in batches:
+        hyp = _text_bytes(batch.column(columns.hypothesis))
+        size = hyp + _text_bytes(batch.column(columns.references)) if with_references else hyp
+        if size.size and size.max() > MAX_ROW_BYTES:
+            i = int(size.argmax())
+            raise InputError(f"{path}: row {row0 + i} holds {size[i]:,} bytes of hypothesis and reference text; "
+                             f"expected at most {MAX_ROW_BYTES:,} (MAX_ROW_BYTES: scoring one row takes ~100-300 "
+                             "bytes of memory per byte of text); split such a text into sentences or documents")
+        if hyp.sum() <= batch_bytes:
+            yield batch
+        else:
+            ends = np.cumsum(hyp)
+            start = 0
+            while start < batch.num_rows:
+                # the last row that keeps the slice within batch_bytes, and at least one row
+                base = ends[start - 1] if start else 0
+                stop = max(start + 1, int(np.searchsorted(ends, base + batch_bytes, side="right")))
+                yield batch.slice(start, stop - start)
+                start = stop
+        row0 += batch.num_rows
+
+
+def _text_bytes(col: pa.Array) -> np.ndarray:
+    """int64[rows]: UTF-8 bytes of text per row of a string or list-of-strings column
+    (dictionary-encoded or plain; nulls count 0)."""
+    if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        values = _text_bytes(pc.list_flatten(col))
+        parents = pc.list_parent_indices(col).to_numpy()
+        return np.bincount(parents, weights=values, minlength=len(col)).astype(np.int64)
+    if pa.types.is_dictionary(col.type):
+        if len(col.dictionary) == 0:
+            return np.zeros(len(col), np.int64)
+        return _text_bytes(col.dictionary)[col.indices.fill_null(0).to_numpy(zero_copy_only=False)]
+    return pc.binary_length(col).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _joined(batches: list) -> list:
