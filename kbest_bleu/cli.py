@@ -83,14 +83,14 @@ def _logging(quiet: bool) -> None:
     logging.basicConfig(format="kbest-bleu: %(message)s", level=logging.WARNING if quiet else logging.INFO)
 
 
-def _reference_rows(paths: Sequence[str], n: Optional[int] = None, name: str = "the hypotheses") -> list:
-    """Reference files (one per stream, line i = segment i) as one list of references per segment."""
+def _reference_rows(paths: Sequence[str], option: str) -> list:
+    """Reference files (one per stream, line i = segment i) as one list of references per segment;
+    ``option``: the option or argument that named them, for messages."""
     from .batch.readers import read_text
-    streams = [read_text(p) for p in paths]
+    streams = [read_text(p, option) for p in paths]
     for path, s in zip(paths, streams):
-        expected = len(streams[0]) if n is None else n
-        if len(s) != expected:
-            raise InputError(f"{path}: {len(s)} lines, but {name if n is not None else paths[0]} has {expected}; "
+        if len(s) != len(streams[0]):
+            raise InputError(f"{option} {path}: {len(s)} lines, but {paths[0]} has {len(streams[0])}; "
                              "expected the same number of lines in every reference file, one line per segment")
     return [list(r) for r in zip(*streams)]
 
@@ -140,13 +140,13 @@ def _cmd_score(a: argparse.Namespace) -> int:
                 raise
             raise InputError(f"{a.ref_table}: not a readable parquet reference table ({exc})") from None
     elif a.ref_file:
-        rows = _reference_rows(a.ref_file)
+        rows = _reference_rows(a.ref_file, "--refs")
         refs = ReferenceTable(list(range(len(rows))), pa.array(rows, pa.list_(pa.string())), " + ".join(a.ref_file))
     if a.engine == "spark":
         return _score_spark(a, src, cfg, columns, refs, metrics)
     with tempfile.TemporaryDirectory(prefix="kbest_bleu-") as tmp:
         if fmt != "parquet":  # read with Arrow's readers, then the one streaming parquet job
-            table = read_kbest(src, fmt, hypothesis=a.hyp_col, references=a.ref_col)
+            table = read_kbest(src, fmt, hypothesis=a.hyp_col, references=a.ref_col, option="score IN")
             src = Path(tmp) / (src.name + ".parquet")
             pq.write_table(table, src)
         if a.sort:
@@ -232,8 +232,8 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
     if "-" in paths and sys.stdin.isatty():
         raise InputError("expected hypotheses after -i (or piped on stdin); found neither. Usage, as sacrebleu: "
                          "kbest-bleu corpus REF [REF ...] -i HYP [HYP ...]")
-    refs = _reference_rows(a.references)
-    systems = [read_text(p) for p in paths]
+    refs = _reference_rows(a.references, "corpus REF")
+    systems = [read_text(p, "-i") for p in paths]
     for path, hyps in zip(paths, systems):
         if len(hyps) != len(refs):
             raise InputError(f"{path}: {len(hyps)} lines, but {a.references[0]} has {len(refs)}; expected one "
@@ -271,11 +271,12 @@ def _cmd_convert(a: argparse.Namespace) -> int:
     src, dst = Path(a.input), Path(a.output)
     check_output(dst, [src, *(a.refs or ())], "output")  # before reading: convert X X must not destroy X
     if src.suffix == ".parquet":
-        write_nbest(read_parquet_table(src), dst, [src], "output")
+        write_nbest(read_parquet_table(src, "convert IN"), dst, [src], "output")
     else:
-        table = read_nbest(src, a.refs or ())
-        with atomic_output(dst, [src, *(a.refs or ())], "output") as tmp:
-            pq.write_table(table, tmp, compression="zstd")
+        table = read_nbest(src, a.refs or (), "convert IN")
+        # an open file, not a path: pyarrow deletes a path it failed to write (a device node too)
+        with atomic_output(dst, [src, *(a.refs or ())], "output") as tmp, open(tmp, "wb") as sink:
+            pq.write_table(table, sink, compression="zstd")
     print(f"wrote {dst}", file=sys.stderr)
     return 0
 
@@ -289,7 +290,7 @@ def _cmd_export(a: argparse.Namespace) -> int:
     check_output(a.scores, [a.input], "--scores")  # before the job runs
     if a.features:
         check_output(a.features, [a.input, a.scores], "--features")
-    table = read_parquet_table(a.input)
+    table = read_parquet_table(a.input, "export-moses IN")
     columns = Columns(a.hyp_col, a.ref_col, _segment(a, a.input))
     n = export_moses(table, a.scores, a.features, cfg, columns, [a.input])
     print(f"wrote {n} segments to {a.scores}" + (f" and {a.features}" if a.features else ""), file=sys.stderr)
@@ -303,9 +304,9 @@ def _cmd_paired(a: argparse.Namespace) -> int:
     if a.n_samples < 0:
         raise InputError(f"--n-samples: expected a positive number of resamples (0: the default), found {a.n_samples}")
     cfg = _config(a)
-    refs = _reference_rows(a.refs)
+    refs = _reference_rows(a.refs, "--refs")
     from .batch.readers import read_text
-    systems = [read_text(p) for p in [a.baseline] + a.systems]
+    systems = [read_text(p, "paired SYSTEM") for p in [a.baseline] + a.systems]
     for path, lines in zip([a.baseline] + a.systems, systems):
         if len(lines) != len(refs):
             raise InputError(f"{path}: {len(lines)} lines; expected {len(refs)} like the references")
@@ -345,7 +346,8 @@ def _cmd_tune(a: argparse.Namespace) -> int:
         w0 = np.array([float(x) for x in a.init.split(",")]) if a.init else None
     except ValueError:
         raise InputError(f"--init: expected comma-separated numbers, one per feature, found {a.init!r}") from None
-    table = read_parquet_table(a.input) if Path(a.input).suffix == ".parquet" else read_nbest(a.input, a.refs or ())
+    table = (read_parquet_table(a.input, "tune IN") if Path(a.input).suffix == ".parquet"
+             else read_nbest(a.input, a.refs or (), "tune IN"))
     lists = KbestLists.from_table(table, cfg, segment=",".join(_segment(a, a.input)), hypothesis=a.hyp_col, references=a.ref_col,
                                   features=a.features_col, score=a.score_col)
     n_feat = lists.features.shape[1]

@@ -59,9 +59,10 @@ def input_format(path: "str | os.PathLike", fmt: Optional[str] = None) -> tuple[
 
 
 @contextlib.contextmanager
-def local_copy(path: "str | os.PathLike") -> Iterator[Path]:
+def local_copy(path: "str | os.PathLike", option: str = "input") -> Iterator[Path]:
     """A plain, uncompressed file with the content of ``path``: the file itself, or a temporary
-    decompressed copy for .gz/.bz2/.zst (or of stdin for ``-``), removed on exit."""
+    decompressed copy for .gz/.bz2/.zst (or of stdin for ``-``), removed on exit. ``option``:
+    the command-line option that named the file, for messages."""
     compression = None if str(path) == "-" else COMPRESSED.get(Path(path).suffix.lower())
     if str(path) != "-" and compression is None:
         yield Path(path)
@@ -77,26 +78,25 @@ def local_copy(path: "str | os.PathLike") -> Iterator[Path]:
                     with pa.input_stream(str(path), compression=compression) as src:
                         shutil.copyfileobj(src, sink)
                 except FileNotFoundError:
-                    raise InputError(f"{path}: no such file") from None
+                    raise InputError(f"{option} {path}: not found; expected a readable {compression} file") from None
                 except (OSError, pa.ArrowInvalid) as exc:
-                    raise InputError(f"{path}: could not decompress it as {compression} ({exc}); expected a "
+                    raise InputError(f"{option} {path}: could not decompress it as {compression} ({exc}); expected a "
                                      "complete compressed file") from None
         yield out
 
 
-def read_text(path: "str | os.PathLike") -> list:
-    """Lines of a UTF-8 text file (``-``: stdin), decompressed when its name ends in .gz/.bz2/.zst."""
-    with local_copy(path) as plain:
+def read_text(path: "str | os.PathLike", option: str = "input") -> list:
+    """Lines of a UTF-8 text file (``-``: stdin), decompressed when its name ends in .gz/.bz2/.zst.
+    A missing or unreadable file raises :class:`InputError` naming ``option`` (``--refs``, ``-i``...)."""
+    with local_copy(path, option) as plain:
         try:
-            return read_lines(plain)
+            return read_lines(plain, option)
         except InputError as exc:
             raise InputError(str(exc).replace(str(plain), str(path), 1)) from None
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file; expected a text file, one segment per line") from None
 
 
 def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothesis: str = "hypothesis",
-               references: str = "references") -> pa.Table:
+               references: str = "references", option: str = "input") -> pa.Table:
     """A K-best table from a CSV/TSV, JSON Lines, n-best or plain text file (see the module text).
 
     CSV/TSV: a header line names the columns; TSV fields are not quoted (MT text is full of
@@ -108,13 +108,13 @@ def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothes
     if fmt == "parquet":
         raise InputError(f"{path}: parquet is read as a stream by the job, not through read_kbest")
     if fmt in ("nbest", "text"):
-        with local_copy(path) as plain:
+        with local_copy(path, option) as plain:
             if fmt == "text":
-                lines = read_text(plain)
+                lines = read_text(plain, option)
                 return pa.table({"segment_id": pa.array(range(len(lines)), pa.int64()),
                                  hypothesis: pa.array(lines, pa.string())})
             from ..interop.nbest import read_nbest
-            return read_nbest(plain)
+            return read_nbest(plain, option=option)
     try:
         with pa.input_stream(str(path), compression=compression) as src:
             if fmt == "jsonl":
@@ -128,7 +128,7 @@ def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothes
                                               strings_can_be_null=False)
                 table = pcsv.read_csv(src, parse_options=parse, convert_options=convert)
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file; expected a {fmt} K-best table") from None
+        raise InputError(f"{option} {path}: not found; expected a {fmt} K-best table") from None
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: not a readable {fmt} file ({exc}); expected a header line and one row "
                          "per hypothesis" + (" (JSON Lines: one object per line)" if fmt == "jsonl" else "")) from None

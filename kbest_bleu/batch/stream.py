@@ -8,7 +8,7 @@ next batch), and output batches leave in input order. See DESIGN.md section 2.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
@@ -44,8 +44,13 @@ class Tally:
     bleu_sum: float = 0.0
     one_best: Optional[BleuStats] = None
     oracle: Optional[BleuStats] = None
+    nrefs: set = field(default_factory=set)  # distinct reference counts per segment (the signature's nrefs)
 
-    def add(self, stats: BleuStats, bleu: np.ndarray, seg_ptr: np.ndarray, model_score: Optional[np.ndarray]) -> None:
+    def add(self, stats: BleuStats, bleu: np.ndarray, seg_ptr: np.ndarray, model_score: Optional[np.ndarray],
+            nrefs: Optional[np.ndarray] = None) -> None:
+        """Add scored whole segments; ``nrefs``: int[segments], each segment's number of references."""
+        if nrefs is not None:
+            self.nrefs.update(np.unique(nrefs).tolist())
         self.rows += len(bleu)
         self.segments += len(seg_ptr) - 1
         self.bleu_sum += float(bleu.sum())
@@ -56,9 +61,15 @@ class Tally:
     def summary(self, seconds: float) -> "Summary":
         empty = BleuStats(np.zeros((1, self.config.max_order + 1), np.int64), np.zeros((1, self.config.max_order + 1),
                           np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
-        return Summary(self.rows, self.segments, self.bleu_sum / self.rows if self.rows else 0.0,
-                       corpus_score(self.one_best or empty, self.config),
-                       corpus_score(self.oracle or empty, self.config), self.config.signature("sentence"), seconds)
+        # sacrebleu's nrefs: the count, or "var" when segments differ; unknown when nothing was added
+        nrefs = None if not self.nrefs else self.nrefs.copy().pop() if len(self.nrefs) == 1 else "var"
+        one_best = corpus_score(self.one_best or empty, self.config)
+        oracle = corpus_score(self.oracle or empty, self.config)
+        if nrefs is not None:
+            corpus_sig = self.config.signature("corpus", nrefs=nrefs)
+            one_best, oracle = (replace(r, signature=corpus_sig) for r in (one_best, oracle))
+        return Summary(self.rows, self.segments, self.bleu_sum / self.rows if self.rows else 0.0, one_best, oracle,
+                       self.config.signature("sentence", nrefs=nrefs), seconds)
 
 
 def _accumulate(total: Optional[BleuStats], part: BleuStats) -> BleuStats:
@@ -165,7 +176,8 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
             refs = references.lookup(labels, where)
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
-    no_refs = np.flatnonzero(pc.list_value_length(refs).to_numpy(zero_copy_only=False) == 0)
+    n_refs = pc.list_value_length(refs).to_numpy(zero_copy_only=False)
+    no_refs = np.flatnonzero(n_refs == 0)
     if no_refs.size:
         raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
                          "references; expected at least one per segment in a batch job (an empty string '' is a "
@@ -176,7 +188,7 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
         score = None
         if columns.score is not None:
             score = chunk[columns.score].combine_chunks().to_numpy(zero_copy_only=False).astype(np.float64)
-        tally.add(stats, bleu, seg_ptr, score)
+        tally.add(stats, bleu, seg_ptr, score, n_refs)
     arrays = [_as_type(chunk[c].combine_chunks(), f.type) for c, f in zip(chunk.column_names, schema)]
     arrays.append(pa.array(bleu))
     arrays += [pa.array(sentence_scores(stats, c)) for _, c in scored[1:]]

@@ -1,0 +1,115 @@
+"""Exit codes across commands (README, "Failure behaviour"): 0 done, 2 bad input (the message names
+the option or argument that named the file), 1 the machine (a full device), 128 + n on signal n;
+and the summary's signature names nrefs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kbest_bleu.cli import SAMPLE, main
+
+HYPS = ["the cat sat on the mat", "hello world", "a b c d"]
+REFS = ["the cat is on the mat", "hello there world", "a b c d e"]
+NBEST = "".join(f"{i} ||| {h} ||| d= 1 ||| -1\n" for i, h in enumerate(HYPS))
+
+
+@pytest.fixture()
+def files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("hyp.txt").write_text("\n".join(HYPS) + "\n")
+    Path("sys2.txt").write_text("\n".join(reversed(HYPS)) + "\n")
+    Path("ref.txt").write_text("\n".join(REFS) + "\n")
+    Path("k.nbest").write_text(NBEST)
+    return tmp_path
+
+
+# (argv, exit status, words the error message must hold); paths relative to the fixture's folder
+CASES = [
+    (["score", str(SAMPLE), "-t", "none", "-q"], 0, []),
+    (["score", "hyp.txt", "-r", "ref.txt", "-q"], 0, []),
+    (["score", "missing.txt", "-r", "ref.txt", "-q"], 2, ["score IN missing.txt", "not found"]),
+    (["score", "hyp.txt", "-r", "missing.txt", "-q"], 2, ["--refs missing.txt", "not found"]),
+    (["score", "hyp.txt", "-r", "ref.txt", "-q", "-o", "/dev/full"], 1, ["No space left"]),
+    (["corpus", "ref.txt", "-i", "hyp.txt"], 0, []),
+    (["corpus", "ref.txt", "-i", "hyp.txt", "sys2.txt"], 0, []),
+    (["corpus", "missing.txt", "-i", "hyp.txt"], 2, ["corpus REF missing.txt", "not found"]),
+    (["corpus", "ref.txt", "-i", "missing.txt"], 2, ["-i missing.txt", "not found"]),
+    (["corpus", "ref.txt", "-i", "missing.txt.gz"], 2, ["-i missing.txt.gz", "not found"]),
+    (["paired", "hyp.txt", "sys2.txt", "-r", "ref.txt", "--n-samples", "20"], 0, []),
+    (["paired", "hyp.txt", "missing.txt", "-r", "ref.txt"], 2, ["paired SYSTEM missing.txt", "not found"]),
+    (["paired", "hyp.txt", "sys2.txt", "-r", "missing.txt"], 2, ["--refs missing.txt", "not found"]),
+    (["convert", "k.nbest", "k.parquet", "-r", "ref.txt"], 0, []),
+    (["convert", "missing.nbest", "k.parquet"], 2, ["convert IN missing.nbest", "not found"]),
+    (["convert", "k.nbest", "k.parquet", "-r", "missing.txt"], 2, ["--refs missing.txt", "not found"]),
+    (["convert", "k.nbest", "/dev/full", "-r", "ref.txt"], 1, ["No space left"]),
+    (["export-moses", str(SAMPLE), "--scores", "/dev/full", "-t", "none"], 1, ["No space left"]),
+    (["export-moses", "missing.parquet", "--scores", "s.txt"], 2, ["missing.parquet"]),
+    (["tune", "missing.nbest", "-r", "ref.txt"], 2, ["tune IN missing.nbest", "not found"]),
+]
+
+
+@pytest.mark.parametrize("argv, status, words", CASES, ids=[" ".join(c[0][:3]) + f"->{c[1]}" for c in CASES])
+def test_exit_status_and_message(files, capsys, argv, status, words):
+    assert main(argv) == status
+    err = capsys.readouterr().err
+    for w in words:
+        assert w in err, (w, err)
+    if status:
+        assert f"kbest-bleu {argv[0]}: error: " in err and "Traceback" not in err
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # a failed write to a device leaves the device
+
+
+@pytest.mark.parametrize("command", ["score", "corpus", "paired", "convert", "export-moses", "tune"])
+def test_unknown_option_is_a_usage_error_exit_2(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "x", "--no-such-option"])
+    assert exc.value.code == 2 and "usage: kbest-bleu" in capsys.readouterr().err
+
+
+def test_score_summary_signature_names_nrefs(files, capsys):
+    Path("ref2.txt").write_text("\n".join(r.upper() for r in REFS) + "\n")
+    for refs, nrefs in ((["ref.txt"], "1"), (["ref.txt", "ref2.txt"], "2")):
+        assert main(["score", "hyp.txt", "-r", *refs, "-q", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["signature"].startswith(f"kbest_bleu|nrefs:{nrefs}|")
+        assert out["one_best"]["nrefs"] == out["oracle"]["nrefs"] == nrefs
+        assert "eff:no" in out["one_best"]["signature"]  # the corpus scores carry the corpus signature
+
+
+def test_summary_signature_nrefs_var_when_segments_differ(capsys, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"segment_id": [0, 1], "hypothesis": ["a b", "c d"],
+                             "references": [["a b"], ["c d", "c e"]]}), tmp_path / "k.parquet")
+    assert main(["score", str(tmp_path / "k.parquet"), "-q", "--json"]) == 0
+    assert "|nrefs:var|" in json.loads(capsys.readouterr().out)["signature"]
+
+
+def _blocked_on_stdin(pid: int) -> bool:
+    try:
+        return "pipe" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/wchan").exists(), reason="needs Linux /proc to see the process wait")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_while_reading_stdin_exits_128_plus_n(files, sig):
+    proc = subprocess.Popen([sys.executable, "-m", "kbest_bleu", "corpus", "ref.txt"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=files)
+    deadline = time.monotonic() + 60
+    while not _blocked_on_stdin(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert b"Traceback" not in err
