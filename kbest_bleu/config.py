@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 from .errors import InputError
 
-__all__ = ["BLEU_PLUS_1", "COMPATS", "MAX_SUPPORTED_ORDER", "REF_LENGTH_POLICIES", "SMOOTHING_NAMES",
-           "TOKENIZERS", "BleuConfig", "__version__", "allowed_smoothings"]
+__all__ = ["BLEU_PLUS_1", "COMPATS", "MAX_SUPPORTED_ORDER", "REF_LENGTH_POLICIES", "SMOOTHING6_VARIANTS",
+           "SMOOTHING_NAMES", "TOKENIZERS", "BleuConfig", "__version__", "allowed_smoothings"]
 
 __version__ = "0.1.0"
 
@@ -24,6 +24,9 @@ _NAME_OF = {v: k for k, v in SMOOTHING_NAMES.items()}
 BLEU_PLUS_1 = "bleu+1"
 _ALLOWED = {"sacrebleu": set(range(8)), "nltk": set(range(8)), "mteval": {0, 3}, "moses": {BLEU_PLUS_1}}
 _DEFAULT_SMOOTHING = {"sacrebleu": 3, "nltk": 0, "mteval": 3, "moses": BLEU_PLUS_1}
+# Readings of smoothing 6 (Chen & Cherry 2014 section 2.6, Eq. 10-11), the first the literal one
+# (docs/metaeval.md, "Smoothing 6"): see smoothing.paper_precisions.
+SMOOTHING6_VARIANTS = ("literal", "raw-prior", "from-bigram", "floor")
 
 
 _PARAM_MAX = 1e6  # largest smoothing parameter or weight: far below any overflow of the formulas
@@ -58,6 +61,10 @@ class BleuConfig:
     add_k : smoothing 2 / "add-k" pseudo-count from order 2 on; moses: s added to every order.
     k : smoothing 4 and 7 constant K (paper section 2.4, default 5).
     alpha : smoothing 6 interpolation weight (paper section 2.6, default 5).
+    smoothing6_variant : which reading of smoothing 6 (one of ``SMOOTHING6_VARIANTS``): "literal"
+        (default, Eq. 10-11 as printed), "raw-prior" (prior from unsmoothed precisions),
+        "from-bigram" (interpolate from n = 2 on, p_0 = 1), "floor" (zero p_1, p_2 floored at
+        epsilon / l_n first). sacrebleu preset only; docs/metaeval.md gives each one's tau.
     max_order : N, highest n-gram order (1..16).
     weights : n-gram weights w_1..w_N; None = uniform 1/N.
     effective_order : sacrebleu only: drop orders the hypothesis has no n-grams of (weights
@@ -74,6 +81,7 @@ class BleuConfig:
     add_k: float = 1.0
     k: float = 5.0
     alpha: float = 5.0
+    smoothing6_variant: str = "literal"
     max_order: int = 4
     weights: Optional[tuple] = None
     effective_order: Optional[bool] = None
@@ -121,6 +129,12 @@ class BleuConfig:
             raise InputError(f"ref_length: expected one of {', '.join(REF_LENGTH_POLICIES)}, found {self.ref_length!r}")
         if self.tokenize not in TOKENIZERS:
             raise InputError(f"tokenize: expected one of {', '.join(TOKENIZERS)}, found {self.tokenize!r}")
+        if self.smoothing6_variant not in SMOOTHING6_VARIANTS:
+            raise InputError(f"smoothing6_variant: expected one of {', '.join(SMOOTHING6_VARIANTS)}, "
+                             f"found {self.smoothing6_variant!r}")
+        if self.smoothing6_variant != "literal" and self.compat != "sacrebleu":
+            raise InputError(f"smoothing6_variant: only the 'sacrebleu' preset reads the paper's smoothing 6 "
+                             f"({self.compat!r} follows its tool); use compat='sacrebleu' or the 'literal' variant")
         for name, preset in (("effective_order", "sacrebleu"), ("auto_reweigh", "nltk"), ("smooth_bp", "moses")):
             if getattr(self, name) and self.compat != preset:
                 raise InputError(f"{name}: only the {preset!r} preset has this option; compat is {self.compat!r}")
@@ -155,7 +169,11 @@ class BleuConfig:
         """Smoothing with its parameter, e.g. ``exp``, ``floor(eps=0.1)``, ``4(K=5)``."""
         s = self.smoothing
         name = _NAME_OF.get(s, str(s))
-        param = {1: f"eps={self.epsilon:g}", 2: f"k={self.add_k:g}", 4: f"K={self.k:g}", 6: f"alpha={self.alpha:g}",
+        variant = "" if self.smoothing6_variant == "literal" else f",{self.smoothing6_variant}"
+        if self.smoothing6_variant == "floor":
+            variant += f",eps={self.epsilon:g}"
+        param = {1: f"eps={self.epsilon:g}", 2: f"k={self.add_k:g}", 4: f"K={self.k:g}",
+                 6: f"alpha={self.alpha:g}{variant}",
                  7: f"K={self.k:g}", BLEU_PLUS_1: f"s={self.add_k:g}{',bp=smoothed' if self.smooth_bp else ''}"}.get(s)
         return f"{name}({param})" if param else name
 

@@ -103,6 +103,31 @@ def _cascade(q0: np.ndarray, cur: np.ndarray, nxt: np.ndarray) -> np.ndarray:
     return out
 
 
+def _interpolated(mm: np.ndarray, ll: np.ndarray, cfg: BleuConfig) -> np.ndarray:
+    """Smoothing 6 (section 2.6, Gao & He 2013): p_n = (m_n + alpha p0_n) / (l_n + alpha) with
+    p0_n = p_{n-1}^2 / p_{n-2} (0 where p_{n-2} = 0), in the reading ``cfg.smoothing6_variant``:
+
+    literal: from n = 3 on, p_{n-1} the already smoothed value (Eq. 11 as printed), p_1, p_2 raw;
+    raw-prior: the prior from the unsmoothed p_{n-1}, p_{n-2};
+    from-bigram: from n = 2 on with p_0 = 1 (so p0_2 = p_1^2 and p_2 is smoothed too);
+    floor: zero m_1, m_2 replaced by epsilon first (smoothing 1), so p_2 = 0 no longer zeroes
+    every higher order. docs/metaeval.md ("Smoothing 6") measures each against the paper.
+    """
+    variant = cfg.smoothing6_variant
+    if variant == "floor":
+        mm = mm.copy()
+        low = mm[:, :2]
+        mm[:, :2] = np.where((low == 0) & (ll[:, :2] > 0), cfg.epsilon, low)
+    raw = _div(mm, ll)
+    p = raw.copy()
+    for j in range(1 if variant == "from-bigram" else 2, mm.shape[1]):
+        src = raw if variant == "raw-prior" else p
+        before = src[:, j - 2] if j >= 2 else 1.0
+        p0 = _div(src[:, j - 1] ** 2, np.broadcast_to(before, src[:, j - 1].shape))
+        p[:, j] = (mm[:, j] + cfg.alpha * p0) / (ll[:, j] + cfg.alpha)
+    return p
+
+
 def paper_precisions(method: int, m: np.ndarray, l: np.ndarray, c: np.ndarray, cfg: BleuConfig
                      ) -> tuple[np.ndarray, np.ndarray]:
     """Chen & Cherry smoothings 0-7 as the paper defines them, on counts.
@@ -133,12 +158,8 @@ def paper_precisions(method: int, m: np.ndarray, l: np.ndarray, c: np.ndarray, c
         return _div(_cascade(m4[:, 0] + 1.0, m4, np.c_[m4[:, 1:], m[:, n]]), ll), present
     if method == 5:  # 2.5: m'_0 = m_1 + 1; m'_n = (m'_{n-1} + m_n + m_{n+1}) / 3
         return _div(_cascade(mm[:, 0] + 1.0, mm, m[:, 1:n + 1]), ll), present
-    if method == 6:  # 2.6: Gao & He 2013 interpolation with p0_n = p_{n-1}^2 / p_{n-2}
-        p = _div(mm, ll)
-        for j in range(2, n):
-            p0 = _div(p[:, j - 1] ** 2, p[:, j - 2])
-            p[:, j] = (mm[:, j] + cfg.alpha * p0) / (ll[:, j] + cfg.alpha)
-        return p, present
+    if method == 6:
+        return _interpolated(mm, ll, cfg), present
     raise ValueError(f"smoothing {method!r}")
 
 

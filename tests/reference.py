@@ -89,3 +89,26 @@ def moses_bleu_plus_1(m, t, c, r, s=1.0, smooth_bp=False, N=4):
     if brevity < 0:
         logbleu += brevity
     return math.exp(logbleu)
+
+
+def smoothing6_bleu(m, t, c, r, variant="literal", N=4, eps=0.1, alpha=5.0):
+    """Smoothing 6 (Chen & Cherry 2014 section 2.6) in each reading of BleuConfig.smoothing6_variant,
+    sacrebleu preset conventions (effective order on), one order at a time."""
+    if c == 0 or sum(m[:N]) == 0:
+        return 0.0
+    mm = [float(x) for x in m[:N]]
+    if variant == "floor":  # zero m_1, m_2 -> eps (smoothing 1) before the prior
+        mm = [eps if (n < 2 and mm[n] == 0 and t[n] > 0) else mm[n] for n in range(N)]
+    raw = [mm[n] / t[n] if t[n] > 0 else 0.0 for n in range(N)]
+    p = list(raw)
+    first = 1 if variant == "from-bigram" else 2
+    for n in range(first, N):
+        src = raw if variant == "raw-prior" else p
+        two_below = 1.0 if n == 1 else src[n - 2]  # p_0 = 1 (from-bigram)
+        prior = src[n - 1] ** 2 / two_below if two_below > 0 else 0.0
+        p[n] = (mm[n] + alpha * prior) / (t[n] + alpha)
+    orders = [n for n in range(N) if t[n] > 0]
+    if any(p[n] <= 0 for n in orders):
+        return 0.0
+    bp = 1.0 if c >= r else math.exp(1 - r / c)
+    return bp * math.exp(sum(math.log(p[n]) for n in orders) / len(orders))

@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import moses_bleu_plus_1, paper_bleu
+from reference import moses_bleu_plus_1, paper_bleu, smoothing6_bleu
 from reference import stats as ref_stats
 
 import kbest_bleu as kb
@@ -105,3 +105,55 @@ def test_signature_names_every_option():
 def test_bad_options_are_explained(bad, match):
     with pytest.raises(kb.InputError, match=match):
         kb.sentence_bleu("a b", ["a b"], **bad)
+
+
+SMOOTHING6 = ("literal", "raw-prior", "from-bigram", "floor")
+
+
+@pytest.mark.parametrize("variant", SMOOTHING6)
+@settings(max_examples=60)
+@given(data=pairs)
+def test_smoothing6_variants_match_reference(variant, data):
+    hyps = [" ".join(h) for h, _ in data]
+    refs = [[" ".join(r) for r in rs] for _, rs in data]
+    got = kb.score_kbest(hyps, refs, smoothing=6, smoothing6_variant=variant)
+    for i, (h, rs) in enumerate(data):
+        m, t, c, r = ref_stats(h, rs, 4)
+        assert _close(got[i], smoothing6_bleu(m, t, c, r, variant)), (variant, h, rs)
+
+
+def _geo(*p):
+    return float(math.prod(p)) ** 0.25
+
+
+def test_smoothing6_variants_hand_derived():
+    from fractions import Fraction as F
+    # "a b c d e f" vs "a b x d e f": m = 5, 3, 1, 0 of l = 6, 5, 4, 3; alpha = 5, no brevity penalty
+    p1, p2 = F(5, 6), F(3, 5)
+    p3 = (1 + 5 * p2 ** 2 / p1) / (4 + 5)            # Eq. 10-11: 79/225
+    want = {"literal": _geo(p1, p2, p3, 5 * (p3 ** 2 / p2) / (3 + 5)),
+            "raw-prior": _geo(p1, p2, p3, 5 * (F(1, 4) ** 2 / p2) / (3 + 5)),  # prior from raw p_3 = 1/4
+            "floor": _geo(p1, p2, p3, 5 * (p3 ** 2 / p2) / (3 + 5))}  # nothing to floor
+    q2 = (3 + 5 * p1 ** 2) / (5 + 5)                   # from-bigram: p0_2 = p_1^2 / p_0, p_0 = 1
+    q3 = (1 + 5 * q2 ** 2 / p1) / (4 + 5)
+    want["from-bigram"] = _geo(p1, q2, q3, 5 * (q3 ** 2 / q2) / (3 + 5))
+    for variant, w in want.items():
+        got = kb.sentence_bleu("a b c d e f", ["a b x d e f"], smoothing=6, smoothing6_variant=variant)
+        assert _close(got, w), variant
+    # no bigram match, 3 of 6 unigrams: literal 0 (p0_3 = 0^2 / p_1); floor p_2 = 0.1 / 5
+    h, r = "a b c d e f", ["a x b y c z"]
+    assert kb.sentence_bleu(h, r, smoothing=6) == 0.0
+    f1, f2 = F(1, 2), F(1, 10) / 5
+    f3 = 5 * (f2 ** 2 / f1) / (4 + 5)
+    assert _close(kb.sentence_bleu(h, r, smoothing=6, smoothing6_variant="floor"),
+                  _geo(f1, f2, f3, 5 * (f3 ** 2 / f2) / (3 + 5)))
+
+
+def test_smoothing6_variant_validated_and_signed():
+    with pytest.raises(kb.InputError, match="smoothing6_variant: expected one of literal"):
+        kb.BleuConfig(smoothing6_variant="nope")
+    with pytest.raises(kb.InputError, match="only the 'sacrebleu' preset"):
+        kb.BleuConfig(compat="nltk", smoothing=6, smoothing6_variant="floor")
+    assert "smooth:6(alpha=5)|" in kb.BleuConfig(smoothing=6).signature()
+    assert "smooth:6(alpha=5,from-bigram)|" in kb.BleuConfig(smoothing=6, smoothing6_variant="from-bigram").signature()
+    assert "smooth:floor(eps=0.1)|" in kb.BleuConfig(smoothing=1, smoothing6_variant="floor").signature()
