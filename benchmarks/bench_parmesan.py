@@ -10,7 +10,8 @@ simplemma); ``--table`` takes another. Lemma columns are simplemma lemmas and PO
 coarse proxy (punctuation / number / word), computed before timing: the target is "given
 lemma/POS columns". Rows, hypotheses per second, medians of --repeats runs after a warm-up:
 - paraphrase, ours: tokens, lemma/POS ids, the numba kernel, the new reference strings;
-- paraphrase, Python: the same procedure with sets and dicts per row (seeded subset, extrapolated);
+- paraphrase, Python: the same procedure with sets and dicts per row, from the same Arrow columns
+  (to Python lists, split, paraphrase, join; seeded subset of whole segments, extrapolated);
 - Parmesan, ours: paraphrase + Meteor exact (meteor_rows on the paraphrased references);
 - Parmesan end to end: read a parquet file with the lemma/POS columns, the metric's
   score_segments (as ``kbest-bleu score --metric parmesan --analyzer columns``), write parquet;
@@ -20,6 +21,7 @@ lemma/POS columns". Rows, hypotheses per second, medians of --repeats runs after
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -112,20 +114,30 @@ def _interleaved(fns: dict, repeats: int) -> dict:
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def _python_rows(path, ptr, hyp_words, ref_words, cols, n_rows: int, k: int):
-    """The straightforward paraphraser's inputs on a seeded subset of whole segments: a callable
-    returning [(row, paraphrased reference)] and the number of rows."""
+def _python_rows(path, ptr, hyps, flat_refs, cols, n_rows: int, k: int):
+    """The straightforward paraphraser on a seeded subset of whole segments, from the same Arrow
+    columns as ours (to Python lists, split, paraphrase, join): a callable returning
+    [(row, paraphrased reference)] and the number of rows."""
     raw = read_table(path)
     order = np.lexsort((raw.order, -raw.prob, raw.rank, np.array(raw.ref, dtype=object).astype(str)))
     by_ref: dict = {}
     for i in order:
         by_ref.setdefault(raw.ref[i], []).append((raw.hyp[i], raw.pos[i]))
     segs = np.sort(np.random.default_rng(0).choice(len(ptr) - 1, max(1, n_rows // k), replace=False))
-    sub = [(s, h) for s in segs for h in range(ptr[s], ptr[s + 1])]
-    hl, hp, rl, rp = (cols[c] for c in ("hyp_lemma", "hyp_pos", "ref_lemma", "ref_pos"))
-    hyp_py = [list(zip(*(c[h].as_py() for c in (hyp_words, hl, hp)))) for _, h in sub]
-    ref_py = {s: list(zip(*(c[s].as_py() for c in (ref_words, rl, rp)))) for s in segs}
-    return (lambda: [(h, python_paraphrase(hw, ref_py[s], by_ref)) for hw, (s, h) in zip(hyp_py, sub)]), len(sub)
+    rows = pa.array(np.concatenate([np.arange(ptr[s], ptr[s + 1]) for s in segs]))
+    seg_of = np.repeat(np.arange(len(segs)), np.diff(ptr)[segs])
+    sub = [c.take(rows) for c in (hyps, cols["hyp_lemma"], cols["hyp_pos"])]
+    ref_sub = [c.take(pa.array(segs)) for c in (flat_refs, cols["ref_lemma"], cols["ref_pos"])]
+
+    def run():
+        refs_py = [list(zip(jar_split(t), lem, pos)) for t, lem, pos in zip(*(c.to_pylist() for c in ref_sub))]
+        return [(h, python_paraphrase(list(zip(jar_split(t), lem, pos)), refs_py[s], by_ref))
+                for h, s, t, lem, pos in zip(rows.to_pylist(), seg_of, *(c.to_pylist() for c in sub))]
+    return run, len(rows)
+
+
+def jar_split(text: str) -> list:
+    return [w for w in re.split("[ \t\n\r\f]+", text) if w]
 
 
 def main() -> None:
@@ -143,11 +155,11 @@ def main() -> None:
     hyps = table["hypothesis"].combine_chunks().cast(pa.string())
     flat_refs = pc.list_flatten(refs).cast(pa.string())
     t0 = time.perf_counter()
-    (hyp_words, *hyp_cols), (ref_words, *ref_cols) = _columns(hyps), _columns(flat_refs)
+    (_, *hyp_cols), (_, *ref_cols) = _columns(hyps), _columns(flat_refs)
     cols = dict(zip(("hyp_lemma", "hyp_pos", "ref_lemma", "ref_pos"), (*hyp_cols, *ref_cols)))
     analysis = time.perf_counter() - t0
     compiled, params, n = load_table(path), meteor_params("en"), table.num_rows
-    python, n_py = _python_rows(path, ptr, hyp_words, ref_words, cols, a.python_rows, a.k)
+    python, n_py = _python_rows(path, ptr, hyps, flat_refs, cols, a.python_rows, a.k)
     ours = paraphrase_segments(hyps, refs, ptr, compiled, analyzer="columns", **cols)[0].references
     mismatches = sum(ours[h][0].as_py() != o for h, o in python())
     metric = from_options(paraphrases=path, analyzer="columns", **{f"{c}_col": c for c in cols})

@@ -95,19 +95,27 @@ class ParmesanResult:
 
 
 def _meteor_distinct(hyps: pa.Array, refs: pa.Array, params: Any) -> Any:
-    """``meteor_rows`` once per distinct (hypothesis, paraphrased references) row: K-best lists
-    repeat hypotheses, and a repeated hypothesis gets the same paraphrases."""
-    from ..meteor import meteor_rows
-    # exact keys from dictionary codes: "hypothesis code|reference code,reference code..."
-    hyp_code = pc.cast(pc.dictionary_encode(hyps).indices, pa.string())
+    """``meteor_rows`` of every row, computed once per distinct (hypothesis, paraphrased
+    references) row (K-best lists repeat hypotheses), with the rows that share their references
+    (all rows of a segment whose references were left unchanged, for one) grouped as one
+    ``meteor_segments`` segment, so that Meteor prepares each distinct reference list once."""
+    from ..meteor import meteor_segments
+    # exact keys from dictionary codes: reference list = "code,code,...", row = "hypothesis code|references"
     ref_code = pc.cast(pc.dictionary_encode(pc.list_flatten(refs)).indices, pa.string())
     ref_keys = pc.binary_join(pa.ListArray.from_arrays(pa.array(list_offsets(refs).astype(np.int32)), ref_code), ",")
+    hyp_code = pc.cast(pc.dictionary_encode(hyps).indices, pa.string())
     codes = pc.dictionary_encode(pc.binary_join_element_wise(hyp_code, ref_keys, "|")).indices.to_numpy(
         zero_copy_only=False)
     first = np.unique(codes, return_index=True)[1]  # codes number distinct keys by first appearance
-    if len(first) == len(codes):
-        return meteor_rows(hyps, refs, params)
-    return meteor_rows(hyps.take(pa.array(first)), refs.take(pa.array(first)), params).take(codes)
+    group = pc.dictionary_encode(ref_keys).indices.to_numpy(zero_copy_only=False)[first]
+    order = np.argsort(group, kind="stable")  # distinct rows, those with equal references together
+    starts = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1]]) if len(order) else np.zeros(0, int)
+    rows = first[order]
+    result = meteor_segments(hyps.take(pa.array(rows)), refs.take(pa.array(rows[starts])),
+                             np.append(starts, len(rows)).astype(np.int64), params)
+    back = np.empty(len(order), np.int64)
+    back[order] = np.arange(len(order))
+    return result.take(back[codes])
 
 
 def parmesan_segments(hypotheses: Any, references: Any, seg_ptr: Optional[np.ndarray], table: CompiledTable,
