@@ -120,6 +120,8 @@ def system_table(data: Path, variants: dict) -> tuple[list, dict]:
     result.update({name: [] for name in variants})
     for lp in lps:
         s = t.filter(pc.equal(t["lp"], lp))
+        rated = s.filter(pc.is_valid(s["human_score"]))["system"].to_pylist()
+        s = s.filter(pc.is_in(s["system"], pa.array(sorted(set(rated)))))  # systems without DA scores left out
         systems = s["system"].to_pylist()
         names = sorted(set(systems))
         human = [np.nanmean(np.array(s.filter(pc.equal(s["system"], x))["human_score"].to_pylist(), float))
