@@ -4,11 +4,13 @@ meta-evaluation of :mod:`.judged`). Only argparse at module level: ``kbest-bleu 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Sequence
 
 __all__ = ["add_commands", "markdown"]
 
+# the checkout's sibling shared/data, unless KBEST_BLEU_DATA names another directory
 _DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
@@ -19,22 +21,34 @@ def markdown(header: Sequence[str], rows: list) -> str:
     return "\n".join(lines + ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows])
 
 
-def _need(data: Path, names: Sequence[str]) -> list:
+def _data_dir(a: argparse.Namespace) -> tuple[Path, str]:
+    """The shared data directory and where it came from: --data, else KBEST_BLEU_DATA, else the
+    checkout's sibling ../shared/data."""
+    if a.data is not None:
+        return Path(a.data), "--data"
+    env = os.environ.get("KBEST_BLEU_DATA")
+    return (Path(env), "KBEST_BLEU_DATA") if env else (_DATA, "the default beside the checkout")
+
+
+def _need(a: argparse.Namespace, names: Sequence[str]) -> list:
     from ..errors import InputError
+    data, source = _data_dir(a)
     for name in names:
         if not (data / name).exists():
-            raise InputError(f"{data / name}: not found; expected the shared data directory (--data)")
+            raise InputError(f"{data / name}: not found; looked in {data} (from {source}); expected the shared "
+                             "data directory: pass --data DIR or set KBEST_BLEU_DATA")
     return [data / n for n in names]
 
 
 def _config(a: argparse.Namespace):
     from ..config import BleuConfig
-    return BleuConfig(tokenize=a.tokenize, lowercase=a.lowercase)
+    return BleuConfig(tokenize=a.tokenize, lowercase=a.lowercase, smoothing6_variant=a.smoothing6_variant)
 
 
 def _signature(cfg) -> str:
     import re
-    return re.sub(r"smooth:[^|]+", "smooth:per-row", cfg.signature())  # each row is one smoothing
+    sig = re.sub(r"smooth:[^|]+", "smooth:per-row", cfg.signature())  # each row is one smoothing
+    return sig if cfg.smoothing6_variant == "literal" else sig.replace("|order:", f"|s6:{cfg.smoothing6_variant}|order:")
 
 
 def _cmd_wmt12(a: argparse.Namespace) -> int:
@@ -42,7 +56,7 @@ def _cmd_wmt12(a: argparse.Namespace) -> int:
 
     from .metaeval import wmt12_table
     cfg = _config(a)
-    seg, pairs = (pq.read_table(p) for p in _need(Path(a.data), ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"]))
+    seg, pairs = (pq.read_table(p) for p in _need(a, ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"]))
     for title, lps in (("into English", ["cs-en", "de-en", "es-en", "fr-en"]),
                        ("out of English", ["en-cs", "en-de", "en-es", "en-fr"])):
         print(f"\nWMT12 newstest2012, {title} ({', '.join(lps)}; mean over pairs), {_signature(cfg)}\n")
@@ -56,7 +70,7 @@ def _cmd_mqm(a: argparse.Namespace) -> int:
 
     from .metaeval import mqm_table
     cfg = _config(a)
-    (path,) = _need(Path(a.data), ["wmt22_zhen_mtme.parquet"])
+    (path,) = _need(a, ["wmt22_zhen_mtme.parquet"])
     print(f"\nWMT22 zh-en, MQM, {_signature(cfg)}\n")
     print(markdown(["BLEU", "seg tau-b", "seg Pearson", "sys Pearson", "sys Spearman"],
                    mqm_table(pq.read_table(path), cfg)))
@@ -70,8 +84,8 @@ def _cmd_chen_cherry(a: argparse.Namespace) -> int:
     from .chen_cherry import PAPER, chen_cherry_tables
     from .metaeval import mean_over_lps
     cfg = _config(a)
-    data = Path(a.data)
-    w12 = tuple(pq.read_table(p) for p in _need(data, ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"]))
+    data, _ = _data_dir(a)
+    w12 = tuple(pq.read_table(p) for p in _need(a, ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"]))
     names13 = ["wmt13_segments.parquet", "wmt13_rr_pairs.parquet"]
     w13 = tuple(pq.read_table(data / n) for n in names13) if all((data / n).exists() for n in names13) else None
     blocks = chen_cherry_tables(w12, w13, cfg, a.distinct_pairs)
@@ -96,11 +110,76 @@ def _cmd_chen_cherry(a: argparse.Namespace) -> int:
     return 0
 
 
+def _comparison(a: argparse.Namespace, table, pairs, corr: dict, sys_table, lps) -> None:
+    """--compare A,B: paired bootstrap of every segment statistic, Williams test of the Pearson
+    correlations (segment level against scores; system level per language pair)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..errors import InputError
+    from .correlation import pearson
+    from .judged import metric_difference, system_correlations, williams_test
+    names = a.compare.split(",")
+    if len(names) != 2 or any(n not in corr for n in names):
+        raise InputError(f"--compare: expected two of the --metric columns as A,B, found {a.compare!r}")
+    x, y = names
+    rows = [(c.name, "paired bootstrap", *metric_difference(c, d)) for c, d in zip(corr[x], corr[y])]
+    if pairs is None:
+        rated = table.filter(pa.array(~np.isnan(table[a.human].to_numpy(zero_copy_only=False).astype(float))))
+        vx, vy, h = (rated[c].to_numpy(zero_copy_only=False).astype(float) for c in (x, y, a.human))
+        rows.append(("pearson", "Williams", *williams_test(pearson(vx, h), pearson(vy, h), pearson(vx, vy), len(h))))
+    for lp in lps:
+        sub = sys_table.filter(pc.equal(sys_table["lp"], lp))
+        rx, ry = (system_correlations(sys_table, m, lp)[0] for m in names)
+        r23 = pearson(sub[x].to_numpy(), sub[y].to_numpy())
+        if sub.num_rows > 3:
+            rows.append((f"sys Pearson {lp}", "Williams", *williams_test(rx, ry, r23, sub.num_rows)))
+    print(f"\n{x} vs {y}: difference and one-sided p-value ({x} not better)\n")
+    print(markdown(["statistic", "test", "difference / t", "p"], rows))
+
+
+def _cmd_judged(a: argparse.Namespace) -> int:
+    import pyarrow.parquet as pq
+
+    from ..errors import InputError
+    from .judged import judged_correlations, system_correlations, system_table
+    if (a.pairs is None) == (a.human is None):
+        raise InputError("metaeval judged: expected exactly one of --pairs PAIRS.parquet or --human COLUMN")
+    for path in [a.table] + ([a.pairs] if a.pairs else []):
+        if not Path(path).exists():
+            raise InputError(f"{path}: not found; expected a parquet file (lp, segment_id, system, metric columns)")
+    table = pq.read_table(a.table)
+    pairs = pq.read_table(a.pairs) if a.pairs else None
+    metrics = a.metric.split(",")
+    corr = {m: judged_correlations(table, m, pairs=pairs, human=a.human, n_boot=a.n_boot, seed=a.seed,
+                                   level=a.level) for m in metrics}
+    judge = f"pairs {a.pairs}" if pairs is not None else f"human column {a.human}"
+    print(f"\nSegment level, {a.table} against {judge}: {a.n_boot} segment bootstrap resamples, "
+          f"{a.level:.0%} intervals, seed {a.seed}\n")
+    print(markdown(["metric", "statistic", "value", "low", "high"],
+                   [(m, c.name, c.value, c.low, c.high) for m in metrics for c in corr[m]]))
+    sys_table = system_table(table, metrics, pairs=pairs, human=a.human)
+    lp_of = sys_table["lp"].to_pylist()
+    lps = sorted(set(lp_of))
+    print("\nSystem level (metric: mean over segments; human: "
+          f"{'wins / (wins + losses)' if pairs is not None else 'mean score'})\n")
+    print(markdown(["metric", "lp", "systems", "Pearson", "Spearman"],
+                   [(m, lp, lp_of.count(lp), *system_correlations(sys_table, m, lp))
+                    for m in metrics for lp in lps]))
+    if a.compare:
+        _comparison(a, table, pairs, corr, sys_table, lps)
+    return 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    from ..config import TOKENIZERS
-    p.add_argument("--data", default=str(_DATA), help="directory with the shared parquet files")
+    from ..config import SMOOTHING6_VARIANTS, TOKENIZERS
+    p.add_argument("--data", default=None, help="directory with the shared parquet files (default: $KBEST_BLEU_DATA, "
+                                                "else ../shared/data beside the checkout)")
     p.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="13a")
     p.add_argument("-lc", "--lowercase", action="store_true")
+    p.add_argument("--smoothing6-variant", choices=SMOOTHING6_VARIANTS, default="literal",
+                   help="reading of smoothing 6 (docs/metaeval.md, 'Smoothing 6')")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -120,3 +199,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--distinct-pairs", action="store_true",
                    help="WMT13: one row per distinct judged pair (default: one per 5-way ranking, as released)")
     r.set_defaults(func=_cmd_chen_cherry)
+    r = recipes.add_parser("judged", help="any judged table and metric columns: segment tau / Pearson with "
+                                          "bootstrap intervals, system Pearson / Spearman, metric comparison")
+    r.add_argument("table", help="parquet with lp, segment_id, system and the metric columns")
+    r.add_argument("--metric", required=True, help="metric column(s), comma-separated (bleu,meteor,...)")
+    human = r.add_mutually_exclusive_group(required=True)
+    human.add_argument("--pairs", help="pairwise preferences parquet (lp, segment_id, better_system, worse_system)")
+    human.add_argument("--human", help="human score column of TABLE (null/NaN = unrated)")
+    r.add_argument("--compare", help="A,B: test whether metric A correlates better than B")
+    r.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of segments (default 1000)")
+    r.add_argument("--seed", type=int, default=12345)
+    r.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals")
+    r.set_defaults(func=_cmd_judged)

@@ -1,0 +1,90 @@
+"""`kbest-bleu metaeval judged` on a tiny hand-built judged dataset (values by hand or scipy), the
+data directory lookup (--data, KBEST_BLEU_DATA), and `metaeval mqm` against sacrebleu + scipy."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import scipy.stats
+
+from kbest_bleu.cli import main
+
+# two segments, three systems; metric columns m, m2; human score h; pairwise preferences
+TABLE = pa.table({"lp": ["xx"] * 6, "segment_id": [0, 0, 0, 1, 1, 1], "system": ["A", "B", "C"] * 2,
+                  "m": [0.5, 0.25, 0.25, 0.125, 0.375, 0.25], "m2": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+                  "h": [3.0, 1.0, 2.0, 1.0, 3.0, 2.5]})
+PAIRS = pa.table({"lp": ["xx"] * 5, "segment_id": [0, 0, 0, 1, 1],
+                  "better_system": ["A", "B", "A", "B", "A"], "worse_system": ["B", "C", "C", "A", "C"]})
+
+
+def _rows(out: str) -> list:
+    """The body rows of every markdown table printed, as lists of cells."""
+    return [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()
+            if line.startswith("| ") and not line.startswith("| metric") and not line.startswith("| statistic")]
+
+
+def _run(capsys, tmp_path, *args) -> list:
+    pq.write_table(TABLE, tmp_path / "t.parquet")
+    pq.write_table(PAIRS, tmp_path / "p.parquet")
+    args = [str(tmp_path / a) if a.endswith(".parquet") else a for a in args]
+    assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), *args, "--n-boot", "400"]) == 0
+    return _rows(capsys.readouterr().out)
+
+
+def _num(cells, *idx):
+    return [float(cells[i]) for i in idx]
+
+
+def test_judged_pairs_tau_intervals_system_and_comparison(tmp_path, capsys):
+    rows = _run(capsys, tmp_path, "--metric", "m,m2", "--pairs", "p.parquet", "--compare", "m,m2")
+    seg = {(r[0], r[1]): _num(r, 2, 3, 4) for r in rows[:4]}
+    # signs of m(better) - m(worse): segment 0 +1, 0 (tie), +1; segment 1 +1, -1. Seed tau: ties add 0;
+    # WMT12: the tie is discordant. Resamples are {0,0}, {0,1}, {1,1}: the interval spans the extremes.
+    assert seg["m", "tau_seed"] == pytest.approx([2 / 5, 0, 2 / 3], abs=5e-4)
+    assert seg["m", "tau_wmt12"] == pytest.approx([1 / 5, 0, 1 / 3], abs=5e-4)
+    # m2 is discordant on every pair of segment 0, half of segment 1
+    assert seg["m2", "tau_seed"] == pytest.approx([-3 / 5, -1, 0], abs=5e-4)
+    # systems: m means A .3125, B .3125, C .25; human wins/(wins+losses) A 3/4, B 2/3, C 0
+    system = {r[0]: _num(r, 2, 3, 4) for r in rows[4:6]}
+    want_r = scipy.stats.pearsonr([0.3125, 0.3125, 0.25], [0.75, 2 / 3, 0]).statistic
+    assert system["m"] == pytest.approx([3, want_r, np.sqrt(3) / 2], abs=5e-4)
+    # paired bootstrap: tau_seed difference 2/5 - (-3/5) = 1
+    assert rows[6][:3] == ["tau_seed", "paired bootstrap", "1.000"]
+
+
+def test_judged_scores_tau_b_pearson_intervals_and_williams(tmp_path, capsys):
+    rows = _run(capsys, tmp_path, "--metric", "m,m2", "--human", "h", "--compare", "m,m2")
+    m, m2, h = (TABLE[c].to_numpy() for c in ("m", "m2", "h"))
+    seg = {(r[0], r[1]): _num(r, 2, 3, 4) for r in rows[:4]}
+    # a resample is segment 0 twice, segment 1 twice, or both once: duplicated rows keep Pearson;
+    # tau-b of the duplicated rows by scipy
+    for name, fn in (("tau_b", lambda x, y: scipy.stats.kendalltau(x, y).statistic),
+                     ("pearson", lambda x, y: scipy.stats.pearsonr(x, y).statistic)):
+        both = fn(m, h)
+        halves = [fn(np.tile(m[s], 2), np.tile(h[s], 2)) for s in (slice(0, 3), slice(3, 6))]
+        assert seg["m", name] == pytest.approx([both, min(halves + [both]), max(halves + [both])], abs=5e-4)
+    r12, r13, r23 = (scipy.stats.pearsonr(x, y).statistic for x, y in ((m, h), (m2, h), (m, m2)))
+    n = 6  # Williams (Graham & Baldwin 2014 Eq. 1) written out
+    det = 1 - r12 ** 2 - r13 ** 2 - r23 ** 2 + 2 * r12 * r13 * r23
+    t = (r12 - r13) * np.sqrt((n - 1) * (1 + r23)) / np.sqrt(2 * (n - 1) / (n - 3) * det
+                                                               + ((r12 + r13) / 2) ** 2 * (1 - r23) ** 3)
+    williams = [r for r in rows if r[1] == "Williams"][0]
+    assert _num(williams, 2, 3) == pytest.approx([t, scipy.stats.t.sf(t, n - 3)], abs=5e-4)
+
+
+def test_judged_bad_input(tmp_path, capsys):
+    pq.write_table(TABLE, tmp_path / "t.parquet")
+    assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "bleu", "--human", "h"]) == 2
+    assert "no column 'bleu'" in capsys.readouterr().err
+    assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m,m2", "--human", "h",
+                 "--compare", "m,x"]) == 2
+    assert "--compare: expected two of the --metric columns" in capsys.readouterr().err
+
+
+def test_data_directory_from_environment(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBEST_BLEU_DATA", str(tmp_path))
+    assert main(["metaeval", "mqm"]) == 2
+    err = capsys.readouterr().err
+    assert f"looked in {tmp_path} (from KBEST_BLEU_DATA)" in err and "wmt22_zhen_mtme.parquet" in err
+    assert main(["metaeval", "wmt12", "--data", str(tmp_path / "nowhere")]) == 2
+    assert f"looked in {tmp_path / 'nowhere'} (from --data)" in capsys.readouterr().err
