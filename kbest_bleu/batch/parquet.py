@@ -277,7 +277,8 @@ def _text_bytes(col: pa.Array) -> np.ndarray:
     if pa.types.is_dictionary(col.type):
         if len(col.dictionary) == 0:
             return np.zeros(len(col), np.int64)
-        return _text_bytes(col.dictionary)[col.indices.fill_null(0).to_numpy(zero_copy_only=False)]
+        sizes = _text_bytes(col.dictionary)[col.indices.fill_null(0).to_numpy(zero_copy_only=False)]
+        return np.where(col.is_null().to_numpy(zero_copy_only=False), 0, sizes)
     return pc.binary_length(col).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
