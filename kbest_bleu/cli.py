@@ -184,10 +184,12 @@ def _score_spark(a, src, cfg, columns, refs, metrics) -> int:
     if not a.output or a.output == "-" or refs is not None:
         raise InputError("--engine spark: expected IN and -o OUT (a dataset directory) with references in a "
                          "column of the input (-r/--ref-table are single-machine options)")
-    n = score_parquet_spark(str(src), a.output, cfg, columns=columns, stats=a.stats,
-                            smoothings=a.also_smoothing, metrics=metrics, master=a.master,
-                            batch_rows=a.batch_size)
-    log.warning("scored %s rows with Spark (%s); wrote the dataset %s", f"{n:,}", a.master, a.output)
+    summary = score_parquet_spark(str(src), a.output, cfg, columns=columns, stats=a.stats,
+                                  smoothings=a.also_smoothing, metrics=metrics, master=a.master,
+                                  batch_rows=a.batch_size, compression=a.compression)
+    print(json.dumps(_summary_json(summary, a.width), indent=1) if a.json else str(summary))
+    log.info("scored with Spark (%s); wrote the dataset %s (row order and metadata: _kbest_bleu.json)",
+             a.master, a.output)
     return 0
 
 

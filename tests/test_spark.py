@@ -1,9 +1,11 @@
 """The Spark engine: a real local[2] session with Python workers, against the single-machine job."""
 
+import json
 import os
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -50,6 +52,7 @@ def pooled(shared_data, tmp_path_factory):
 COLS = Columns(segment=("lp", "segment_id"))
 
 
+@pytest.mark.exhaustive  # ~55 s on local[2]; the dataset job's test below runs by default
 def test_spark_scores_equal_the_single_machine_job_row_for_row(spark, pooled):
     from kbest_bleu.batch.spark import score_dataframe
     path, t = pooled
@@ -66,6 +69,7 @@ def test_spark_scores_equal_the_single_machine_job_row_for_row(spark, pooled):
         assert got[name].to_pylist() == want[name].to_pylist(), name
 
 
+@pytest.mark.exhaustive
 def test_segment_summary_matches_kbest_bleu(spark, pooled):
     from kbest_bleu.batch.spark import segment_summary
     path, t = pooled
@@ -84,14 +88,64 @@ def test_segment_summary_matches_kbest_bleu(spark, pooled):
 
 
 def test_cli_engine_spark_writes_a_dataset_atomically(spark, pooled, tmp_path):
-    from kbest_bleu.batch.spark import score_parquet_spark
+    from kbest_bleu.batch.parquet import score_parquet
+    from kbest_bleu.batch.spark import META_FILE, score_parquet_spark
     from kbest_bleu.cli import main
     path, t = pooled
     out = tmp_path / "out"
-    assert score_parquet_spark(str(path), str(out), columns=COLS, spark=spark) == t.num_rows
+    cfg = kb.BleuConfig(tokenize="13a")
+    summary = score_parquet_spark(str(path), str(out), cfg, columns=COLS, spark=spark)
+    local_out = tmp_path / "local.parquet"
+    local = score_parquet(path, local_out, cfg, columns=COLS)
     got = pq.read_table(out)  # part files in name order = row order
-    want = score_table(t, columns=COLS)
+    want = pq.read_table(local_out)
     assert got["bleu"].to_pylist() == want["bleu"].to_pylist()
+    assert got.column_names == want.column_names
+    # the same summary as the local job: exact sums, so exact scores
+    assert (summary.rows, summary.segments) == (local.rows, local.segments) and summary.rows == t.num_rows
+    assert summary.one_best == local.one_best and summary.oracle == local.oracle
+    assert summary.mean_bleu == pytest.approx(local.mean_bleu, rel=1e-12)  # float sums in another order
+    assert summary.signature == local.signature and "|nrefs:" in summary.signature
+    # the local job's key-value metadata, as strings, beside the part files; zstd by default
+    meta = json.loads((out / META_FILE).read_text())
+    local_meta = pq.read_schema(local_out).metadata
+    for key in (b"kbest_bleu.signature", b"kbest_bleu.options", b"kbest_bleu.segment"):
+        assert meta[key.decode()] == local_meta[key].decode(), key
+    assert meta["summary"]["oracle"]["score"] == local.oracle.score and "name order" in meta["row_order"]
+    parts = sorted(out.glob("part-*.parquet"))
+    assert parts and {_codecs(p) for p in parts} == {"ZSTD"}
     assert [p for p in os.listdir(tmp_path) if TEMP_MARK in p] == []
     # an existing output directory is refused before any work (exit 2, nothing written)
     assert main(["score", str(path), "-o", str(out), "--engine", "spark", "--seg-col", "lp,segment_id"]) == 2
+
+
+def _codecs(part) -> str:
+    md = pq.ParquetFile(part).metadata
+    return ",".join(sorted({md.row_group(g).column(c).compression for g in range(md.num_row_groups)
+                            for c in range(md.num_columns)}))
+
+
+def test_spark_row_order_follows_file_names_and_compression_option(spark, tmp_path):
+    """Spark packs a dataset's files by size (the large b.parquet read first); the output follows
+    the names: the small a.parquet's rows first."""
+    from kbest_bleu.batch.spark import score_parquet_spark
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(30)]
+    def part(first, n_seg):
+        seg = np.repeat(np.arange(first, first + n_seg), 7)
+        hyps = [" ".join(rng.choice(words, 6)) for _ in seg]
+        return pa.table({"segment_id": seg, "hypothesis": hyps, "references": [[f"w{s % 30} w1 w2 w3"] for s in seg]})
+    data = tmp_path / "in"
+    data.mkdir()
+    small, large = part(1000, 3), part(0, 400)  # the small file's name sorts first, its ids last
+    pq.write_table(small, data / "a.parquet")
+    pq.write_table(large, data / "b.parquet")
+    out = tmp_path / "out"
+    summary = score_parquet_spark(str(data), str(out), kb.BleuConfig(), compression="snappy", spark=spark)
+    got = pq.read_table(out)
+    both = pa.concat_tables([small, large])
+    assert got["segment_id"].to_pylist() == both["segment_id"].to_pylist()
+    assert got["hypothesis"].to_pylist() == both["hypothesis"].to_pylist()
+    assert got["bleu"].to_pylist() == score_table(both)["bleu"].to_pylist()
+    assert summary.rows == both.num_rows and summary.segments == 403
+    assert {_codecs(p) for p in out.glob("part-*.parquet")} == {"SNAPPY"}

@@ -1,17 +1,27 @@
 """Apache Spark adapters: score a Spark DataFrame with the same kernels, Arrow batches in and out.
 
-Per-row scores: the rows get their input position (``monotonically_increasing_id``), are
-repartitioned by segment and sorted within partitions, so a segment's rows are contiguous in one
-partition; ``mapInArrow`` then streams each partition's record batches through
-:func:`kbest_bleu.batch.stream.score_batches`, which regroups segments cut by Spark's
-``maxRecordsPerBatch`` exactly as on one machine. Segment-level outputs (oracle, 1-best, summed
+Per-row scores: each row is tagged with its input file (``input_file_name``) and position
+(``monotonically_increasing_id``), the rows are repartitioned by segment and sorted within
+partitions, so a segment's rows are contiguous in one partition; ``mapInArrow`` then streams
+each partition's record batches through :func:`kbest_bleu.batch.stream.score_batches`, which
+regroups segments cut by Spark's ``maxRecordsPerBatch`` exactly as on one machine.
+
+Row order of the output: input files in name order, rows in file order within a file (Spark
+lists a dataset's files by size, so its own order is not the names'). The dataset written by
+:func:`score_parquet_spark` keeps that order in its part files' name order (``part-00000``
+first), zstd-compressed by default, with ``_kbest_bleu.json`` beside them: the signatures,
+options and segment key that the single-machine job stores in its parquet metadata, the row
+order, and the job summary (docs/spark.md). Segment-level outputs (oracle, 1-best, summed
 statistics) use ``groupBy(segment).applyInArrow``. Requires ``pip install 'kbest-bleu[spark]'``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import pickle
 import re
+import time
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -24,11 +34,18 @@ from ..errors import InputError
 from ..stats import ngram_stats, segment_argmax
 from .output import atomic_output, check_output
 from .references import Columns
-from .stream import output_schema, score_batches, score_columns
+from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
 
-__all__ = ["score_dataframe", "score_parquet_spark", "segment_summary"]
+__all__ = ["META_FILE", "score_dataframe", "score_parquet_spark", "segment_summary"]
 
+META_FILE = "_kbest_bleu.json"  # beside the part files; Spark and Arrow skip names starting with "_"
 ROW = "__kbest_row"
+FILE = "__kbest_file"
+TALLY = "__kbest_tally"  # the partition's pickled Tally on its last row, null elsewhere
+ROW_ORDER = "input files in name order, rows in file order within a file; part files in name order"
+# Spark's names of the parquet codecs (lz4: Arrow's LZ4_RAW, which Spark calls lz4_raw)
+_SPARK_CODEC = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4_raw", "gzip": "gzip", "brotli": "brotli",
+                "none": "none"}
 
 
 def _require_pyspark():
@@ -40,28 +57,49 @@ def _require_pyspark():
     return from_arrow_schema
 
 
-def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = Columns(), stats: bool = False,
-                    smoothings: Sequence = (), metrics: Sequence = ()):
-    """A Spark DataFrame with every input column plus ``bleu`` (plus ``bleu_s<n>`` per extra
-    smoothing, and statistics with ``stats``), rows in input order. Same kernels and same output
-    schema as :func:`kbest_bleu.batch.parquet.score_parquet`."""
+def _scored(df, cfg: BleuConfig, columns: Columns, stats: bool, smoothings: Sequence, metrics: Sequence):
+    """The scored rows, tagged with FILE and ROW, one partition per group of segments, plus the
+    TALLY column (binary) holding each partition's :class:`Tally` on its last row."""
     from pyspark.sql import functions as F
     from_arrow_schema = _require_pyspark()
-    cfg = config or BleuConfig()
     for name in [columns.hypothesis, columns.references, *columns.segment]:
         if name not in df.columns:
             raise InputError(f"Spark input: column {name!r} not found; columns are {', '.join(df.columns)}")
-    tagged = df.withColumn(ROW, F.monotonically_increasing_id())
-    grouped = tagged.repartition(*columns.segment).sortWithinPartitions(*columns.segment, ROW)
-    arrow_in = _arrow_schema(tagged.schema)
-    out_schema = output_schema(arrow_in, cfg, stats, smoothings, metrics)
+    # tagged at the scan, before any shuffle: the file and the position the row was read from
+    tagged = df.withColumn(FILE, F.input_file_name()).withColumn(ROW, F.monotonically_increasing_id())
+    grouped = tagged.repartition(*columns.segment).sortWithinPartitions(*columns.segment, FILE, ROW)
+    out_schema = output_schema(_arrow_schema(tagged.schema), cfg, stats, smoothings, metrics)
+    out_schema = out_schema.append(pa.field(TALLY, pa.binary()))
 
     def score_partition(batches):
-        yield from score_batches(batches, cfg, columns=columns, stats=stats, smoothings=smoothings, metrics=metrics,
-                                 source="spark partition")
+        tally = Tally(cfg)
+        held = None  # the previous batch, sent once it is known not to be the last
+        for out in score_batches(batches, cfg, columns=columns, stats=stats, smoothings=smoothings,
+                                 metrics=metrics, tally=tally, source="spark partition"):
+            if held is not None:
+                yield _with_tally(held, None)
+            held = out
+        if held is not None:
+            yield _with_tally(held, pickle.dumps(tally))
 
-    scored = grouped.mapInArrow(score_partition, from_arrow_schema(out_schema))
-    return scored.orderBy(ROW).drop(ROW)
+    return grouped.mapInArrow(score_partition, from_arrow_schema(out_schema))
+
+
+def _with_tally(batch: pa.RecordBatch, tally: Optional[bytes]) -> pa.RecordBatch:
+    values = [None] * batch.num_rows
+    if tally is not None:
+        values[-1] = tally
+    return batch.append_column(TALLY, pa.array(values, pa.binary()))
+
+
+def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = Columns(), stats: bool = False,
+                    smoothings: Sequence = (), metrics: Sequence = ()):
+    """A Spark DataFrame with every input column plus ``bleu`` (plus ``bleu_s<n>`` per extra
+    smoothing, and statistics with ``stats``). Same kernels and same output schema as
+    :func:`kbest_bleu.batch.parquet.score_parquet`. Rows in input order: by input file name,
+    then by position in the file (the module text)."""
+    scored = _scored(df, config or BleuConfig(), columns, stats, smoothings, metrics)
+    return scored.orderBy(FILE, ROW).drop(FILE, ROW, TALLY)
 
 
 def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = Columns()):
@@ -106,36 +144,65 @@ def _arrow_schema(spark_schema) -> pa.Schema:
 
 def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig] = None, *,
                         columns: Columns = Columns(), stats: bool = False, smoothings: Sequence = (),
-                        metrics: Sequence = (),
-                        master: str = "local[*]", batch_rows: int = 10000, spark=None) -> int:
+                        metrics: Sequence = (), master: str = "local[*]", batch_rows: int = 10000,
+                        compression: str = "zstd", spark=None) -> Summary:
     """Score a parquet file or dataset directory into a parquet dataset directory with Spark.
 
     The dataset is written to a temporary directory beside ``out_path`` and renamed on success, so
-    a failed job leaves no partial output. Returns the number of rows written.
+    a failed job leaves no partial output. Part files are written with ``compression`` (as
+    :func:`~kbest_bleu.batch.parquet.score_parquet`) in input order (module text); ``META_FILE``
+    beside them holds the signatures, options and segment key (the local job's parquet metadata,
+    as strings), the row order and the summary. Returns the job's :class:`Summary` (the scored
+    rows are tallied per partition while they are scored, and summed on the driver).
     """
     _require_pyspark()
+    cfg = config or BleuConfig()
     src, dst = Path(in_path), Path(out_path)
     if not src.exists():
         raise InputError(f"{src}: no such file or directory; expected a parquet file or dataset directory")
+    if compression not in COMPRESSIONS:
+        raise InputError(f"compression: expected one of {', '.join(COMPRESSIONS)}, found {compression!r}")
     check_output(dst, [src], "-o", directory=True)
-    score_columns(config or BleuConfig(), smoothings)  # bad options fail before Spark starts
+    score_columns(cfg, smoothings)  # bad options fail before Spark starts
     own = spark is None
     if own:
         from pyspark.sql import SparkSession
         os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
         spark = (SparkSession.builder.master(master).appName("kbest-bleu")
                  .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows)).getOrCreate())
+    t0 = time.perf_counter()
     try:
         with atomic_output(dst, [src], "-o", directory=True) as tmp:
-            out = score_dataframe(spark.read.parquet(str(src)), config, columns, stats, smoothings, metrics)
+            df = spark.read.parquet(str(src))
+            # persisted: the write (and its sort's sampling) and the tallies read the rows scored once
+            scored = _scored(df, cfg, columns, stats, smoothings, metrics).persist()
             try:
-                out.write.parquet(str(tmp))
+                (scored.orderBy(FILE, ROW).drop(FILE, ROW, TALLY).write
+                 .option("compression", _SPARK_CODEC[compression]).parquet(str(tmp)))
+                tally = Tally(cfg)
+                for row in scored.where(scored[TALLY].isNotNull()).select(TALLY).collect():
+                    tally.merge(pickle.loads(row[0]))
             except Exception as exc:  # a Java + Python traceback around the workers' InputError
                 raise _input_error(exc, src, config, columns, stats, smoothings, metrics) from None
-            return spark.read.parquet(str(tmp)).count()
+            finally:
+                scored.unpersist()
+            summary = tally.summary(time.perf_counter() - t0)
+            _write_meta(Path(tmp) / META_FILE, df, cfg, columns, stats, smoothings, metrics, compression, summary)
+        return summary
     finally:
         if own:
             spark.stop()
+
+
+def _write_meta(path: Path, df, cfg: BleuConfig, columns: Columns, stats: bool, smoothings: Sequence,
+                metrics: Sequence, compression: str, summary: Summary) -> None:
+    """``META_FILE``: the key-value metadata the local job writes in its parquet file, plus the
+    row order, the compression and the summary (JSON, UTF-8)."""
+    schema = output_schema(_arrow_schema(df.schema), cfg, stats, smoothings, metrics)
+    meta = {k.decode(): v.decode() for k, v in schema.metadata.items() if k.startswith(b"kbest_bleu.")}
+    meta["kbest_bleu.segment"] = json.dumps(list(columns.segment))
+    meta.update({"row_order": ROW_ORDER, "compression": compression, "summary": summary.to_dict()})
+    path.write_text(json.dumps(meta, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
 def _input_error(exc: Exception, src: Path, config: Optional[BleuConfig], columns: Columns, stats: bool,

@@ -58,6 +58,17 @@ class Tally:
         self.one_best = _accumulate(self.one_best, stats[first])
         self.oracle = _accumulate(self.oracle, stats[segment_argmax(bleu, seg_ptr)])
 
+    def merge(self, other: "Tally") -> None:
+        """Add another job part's totals (Spark partitions, tallied apart, summed on the driver)."""
+        self.rows += other.rows
+        self.segments += other.segments
+        self.bleu_sum += other.bleu_sum
+        for name in ("one_best", "oracle"):
+            theirs = getattr(other, name)
+            if theirs is not None:
+                setattr(self, name, _accumulate(getattr(self, name), theirs))
+        self.nrefs |= other.nrefs
+
     def summary(self, seconds: float) -> "Summary":
         empty = BleuStats(np.zeros((1, self.config.max_order + 1), np.int64), np.zeros((1, self.config.max_order + 1),
                           np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
