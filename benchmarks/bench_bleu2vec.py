@@ -47,6 +47,32 @@ def embeddings_for(table, dim: int = 300, seed: int = 0):
     return from_arrays(keys, vectors), {n: dict(zip(keys[n], vectors[n])) for n in keys}
 
 
+def original_style_order(hyp: list, ref: list, kv, n: int) -> tuple:
+    """One order of the faithful algorithm with the data structures the original code is known to
+    use (a pandas DataFrame of residual n-grams, a row scan with ``iterrows``, drop by label,
+    gensim's per-pair ``similarity``): our own code, for the original's cost profile only (the
+    test suite's pure-Python reference checks the numbers). Returns (numerator, denominator)."""
+    import pandas as pd
+    h, r = Counter(ngram_tokens(hyp, n)), Counter(ngram_tokens(ref, n))
+    up = float(sum((h & r).values()))
+    rows = [g for g, c in (h - r).items() for _ in range(c)]
+    cols = [g for g, c in (r - h).items() for _ in range(c)]
+    m = np.zeros((len(rows), len(cols)))
+    for i, a in enumerate(rows):
+        for j, b in enumerate(cols):
+            m[i, j] = kv.similarity(a, b) if a in kv.key_to_index and b in kv.key_to_index else 0.001
+    df = pd.DataFrame(m, index=rows, columns=cols)
+    while df.shape[0] and df.shape[1]:
+        best, vmax = None, -1.0
+        for a, row in df.iterrows():
+            for b, v in row.items():
+                if v > vmax:
+                    best, vmax = (a, b), v
+        df = df.drop(best[0]).drop(best[1], axis=1)
+        up += vmax
+    return up, len(ngram_tokens(hyp, n))
+
+
 def median_time(fn, repeats: int) -> tuple[float, float]:
     """Medians of wall time and of this process's CPU time (all threads) over ``repeats`` runs.
     On a shared machine the CPU time is the steadier of the two: wall time / CPU time ~ the
@@ -90,6 +116,11 @@ def main() -> None:
             print(f"{mode:9s} end to end from parquet: {t:.3f} s wall, {cpu:.3f} s CPU (medians of {a.repeats}) = "
                   f"{table.num_rows / t:,.0f} hypotheses/s wall, {2 * table.num_rows / cpu:,.0f} per 2 CPU-seconds "
                   "(target >= 100,000/s)")
+    from gensim.models import KeyedVectors
+    kvs = {}
+    for n in (1, 2, 3):
+        kvs[n] = KeyedVectors(300)
+        kvs[n].add_vectors(list(dicts[n]), np.stack(list(dicts[n].values())))
     hyps, refs = table["hypothesis"].to_pylist(), table["references"].to_pylist()
     sample = np.random.default_rng(1).choice(len(hyps), size=min(a.slow_sample, len(hyps)), replace=False)
     for mode, t in rows:
@@ -103,7 +134,15 @@ def main() -> None:
         slow = (time.perf_counter() - t0) / len(sample)
         fast = t / table.num_rows
         print(f"{mode:9s} per hypothesis: slow reference {slow * 1e3:.2f} ms, kernels {fast * 1e6:.2f} us "
-              f"(end to end) -> {slow / fast:,.0f}x (target >= 1,000x)")
+              f"(end to end) -> {slow / fast:,.0f}x")
+        if mode == "faithful":
+            t0 = time.perf_counter()
+            for i in sample[:max(1, len(sample) // 10)]:
+                for n in (1, 2, 3):
+                    original_style_order(hyps[i].split(), refs[i][0].split(), kvs[n], n)
+            orig = (time.perf_counter() - t0) / max(1, len(sample) // 10)
+            print(f"{mode:9s} per hypothesis: original-style (pandas, gensim) {orig * 1e3:.2f} ms -> "
+                  f"{orig / fast:,.0f}x (target >= 1,000x)")
 
 
 if __name__ == "__main__":
