@@ -15,6 +15,7 @@ _LAZY = {
     "BleuResult": "bleu", "corpus_bleu": "bleu", "corpus_score": "bleu", "document_score": "bleu",
     "score_kbest": "bleu", "sentence_bleu": "bleu", "sentence_scores": "bleu", "SentenceScorer": "bleu",
     "BleuStats": "stats", "ngram_stats": "stats",
+    "bleu2vec_scores": "metrics.bleu2vec",  # needs the [bleu2vec] extra only when called with a model
 }
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "InputError",
     "SentenceScorer",
     "__version__",
+    "bleu2vec_scores",
     "corpus_bleu",
     "corpus_score",
     "document_score",

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit, prange
+from ... import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
 
 from ...errors import InputError
 from ...tokenize import string_buffers, tokenize
