@@ -10,6 +10,7 @@ import pytest
 from kbest_bleu.batch import Columns, score_table
 from kbest_bleu.cli import main
 from kbest_bleu.metrics import load_metric
+from test_spark import spark  # noqa: F401  (the Spark session fixture of test_spark.py)
 
 SAMPLE = "kbest_bleu/data/moses_100best_sample.parquet"
 pytest.importorskip("gensim")
@@ -67,7 +68,7 @@ def test_unknown_metric_and_missing_options_exit_2(small, capsys):
 
 
 @pytest.mark.exhaustive  # Spark on local[2] takes ~30 s
-def test_spark_scores_metrics_like_the_single_machine_job(spark, small):
+def test_spark_scores_metrics_like_the_single_machine_job(spark, small):  # noqa: F811
     from kbest_bleu.batch.spark import score_dataframe
     path, t = small
     meteor = load_metric("meteor")
@@ -77,5 +78,3 @@ def test_spark_scores_metrics_like_the_single_machine_job(spark, small):
     got = pa.Table.from_pandas(df.toPandas(), preserve_index=False)
     assert np.array_equal(got["meteor"].to_numpy(), want["meteor"].to_numpy())
 
-
-from test_spark import spark  # noqa: E402,F401  (the module's Spark session fixture)
