@@ -50,11 +50,24 @@ def _scoring_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--smooth-bp", action="store_true", help="moses: smoothed brevity penalty")
     g.add_argument("--ref-length", choices=list(REF_LENGTH_POLICIES), default="closest")
     g.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="13a",
-                   help="as sacrebleu; 'none' for pre-tokenized (Moses-style) K-best lists")
+                   help="as sacrebleu; 'none' for pre-tokenized (Moses-style) K-best lists; ja-mecab/ko-mecab: "
+                        "pip install 'kbest-bleu[ja]'/'[ko]'; flores101/flores200/spm: 'kbest-bleu[flores]' and a local "
+                        "model file (--spm-model)")
+    g.add_argument("--spm-model", metavar="PATH", default=None,
+                   help="the SentencePiece model file of -t flores101/flores200/spm (never downloaded); default: "
+                        "$KBEST_BLEU_FLORES101_MODEL / $KBEST_BLEU_FLORES200_MODEL, else sacrebleu's cache "
+                        "~/.sacrebleu/models")
     g.add_argument("-lc", "--lowercase", action="store_true")
 
 
 def _config(a: argparse.Namespace) -> BleuConfig:
+    if a.spm_model:
+        if a.tokenize not in ("flores101", "flores200", "spm"):
+            raise InputError(f"--spm-model: expected with -t flores101, flores200 or spm; found -t {a.tokenize}")
+        import os
+        from .tokenize import SPM_MODEL_ENV
+        # through the environment, so that worker processes (Spark, local mode) find it too
+        os.environ[SPM_MODEL_ENV["flores101" if a.tokenize == "spm" else a.tokenize]] = str(Path(a.spm_model).resolve())
     weights = None
     if a.weights:
         try:

