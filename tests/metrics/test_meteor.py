@@ -306,8 +306,8 @@ def test_repeated_hypotheses_scored_once_per_segment_only():
 
 def test_only_the_jars_five_whitespace_characters_split():
     py_only = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c) not in " \t\n\r\f")
-    assert re.fullmatch(meteor_score._PY_ONLY_SPACE + "+", py_only)
-    assert not any(re.fullmatch(meteor_score._PY_ONLY_SPACE, c) for c in " \t\n\r\f")
+    assert re.fullmatch(meteor_score.PY_ONLY_SPACE + "+", py_only)
+    assert not any(re.fullmatch(meteor_score.PY_ONLY_SPACE, c) for c in " \t\n\r\f")
     # U+00A0 and \v join words for the jar: "a\xa0b" is one token, not matching "a" or "b"
     res = meteor_rows(["a\xa0b c", "a\tb\fc "], [["a b c"], [" a b c"]])
     assert res.stats[:, 0].tolist() == [2, 3] and res.stats[:, 21].tolist() == [1, 3]

@@ -25,12 +25,12 @@ from ...tokenize import split_ids
 from . import _align
 from .params import BEAM_SIZE, MeteorParams, meteor_params
 
-__all__ = ["Meteor", "MeteorResult", "from_options", "meteor_rows", "meteor_segments", "output_arrays",
-           "output_fields", "sentence_meteor", "system_meteor"]
+__all__ = ["PY_ONLY_SPACE", "Meteor", "MeteorResult", "from_options", "jar_split", "meteor_rows",
+           "meteor_segments", "output_arrays", "output_fields", "sentence_meteor", "system_meteor"]
 
 # Python's str.split() also cuts at these, the jar's StringTokenizer does not (checked in the tests
 # against every code point's str.isspace()).
-_PY_ONLY_SPACE = "[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+PY_ONLY_SPACE = "[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 _JAR_SPACE = "[ \t\n\r\f]+"
 # the -ssOut columns of the exact module (the 12 columns of the other modules are always 0 here)
 STAT_NAMES = ("tst_len", "ref_len", "tst_func", "ref_func", "tst_content_match", "ref_content_match",
@@ -75,14 +75,21 @@ def _java_hash(token: str) -> int:
     return h
 
 
-def _regex_split(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """:func:`_split` by Arrow's regex split on the jar's five separators (slower than split_ids)."""
+def jar_split(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The jar's tokens of every string by Arrow's regex split on its five separators
+    ``[ \t\n\r\f]`` (slower than split_ids; for the rows holding a Python-only space, see
+    ``PY_ONLY_SPACE``): tokens string [T] and row pointers int64 [n+1]."""
     lists = pc.split_pattern_regex(texts, _JAR_SPACE)
     flat, rows = pc.list_flatten(lists), pc.list_parent_indices(lists)
     keep = pc.greater(pc.binary_length(flat), 0)  # empty strings before leading / after trailing spaces
-    flat, rows = flat.filter(keep), rows.filter(keep).to_numpy()
     ptr = np.zeros(len(texts) + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=len(texts)), out=ptr[1:])
+    np.cumsum(np.bincount(rows.filter(keep).to_numpy(), minlength=len(texts)), out=ptr[1:])
+    return flat.filter(keep), ptr
+
+
+def _regex_split(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """:func:`_split` by :func:`jar_split`."""
+    flat, ptr = jar_split(texts)
     enc = flat.dictionary_encode()
     return enc.indices.to_numpy().astype(np.int32), ptr, enc.dictionary
 
@@ -92,7 +99,7 @@ def _split(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
 
     Rows with a character where Python's split and the jar's differ (rare: a no-break space in a
     reference) take the regex split, the others the fast split_ids; one vocabulary for both."""
-    odd = pc.match_substring_regex(texts, _PY_ONLY_SPACE).to_numpy(zero_copy_only=False)
+    odd = pc.match_substring_regex(texts, PY_ONLY_SPACE).to_numpy(zero_copy_only=False)
     if not odd.any():
         return split_ids(texts)
     parts = [np.flatnonzero(~odd), np.flatnonzero(odd)]

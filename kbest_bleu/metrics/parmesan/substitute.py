@@ -25,6 +25,7 @@ from numba import njit, prange
 from ... import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
 
 from ...errors import InputError
+from ..meteor.score import PY_ONLY_SPACE, jar_split
 from ...tokenize import string_buffers, tokenize
 from .analyze import analyze_tokens
 from .table import CompiledTable
@@ -79,20 +80,9 @@ def _substitute(seg_ptr, unit_ptr, ref_ptr, ref_lem, ref_pos, hyp_ptr, hyp_lem, 
 
 
 # Meteor's tokens are split on the jar's whitespace [ \t\n\r\f]; Python's str.split (the fast
-# numba tokenizer) also splits on the characters below, so rows holding one take a regex path.
-_PY_ONLY_SPACE = "[\x0b\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-_JAR_SPACE = "[ \t\n\r\f]+"
+# numba tokenizer) also splits on the characters of PY_ONLY_SPACE, so rows holding one take the jar's split.
 _SUSPECT = np.zeros(256, bool)  # the first UTF-8 byte of each of those characters
 _SUSPECT[[0x0B, 0x1C, 0x1D, 0x1E, 0x1F, 0xC2, 0xE1, 0xE2, 0xE3]] = True
-
-
-def _jar_words(strings: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    lists = pc.split_pattern_regex(strings, _JAR_SPACE)
-    flat, rows = pc.list_flatten(lists), pc.list_parent_indices(lists)
-    keep = pc.greater(pc.binary_length(flat), 0)  # the empty strings around leading/trailing spaces
-    ptr = np.zeros(len(strings) + 1, np.int64)
-    np.cumsum(np.bincount(rows.filter(keep).to_numpy(), minlength=len(strings)), out=ptr[1:])
-    return flat.filter(keep).cast(pa.string()), ptr
 
 
 def words(strings: pa.Array) -> tuple[pa.Array, np.ndarray]:
@@ -103,21 +93,21 @@ def words(strings: pa.Array) -> tuple[pa.Array, np.ndarray]:
     hits = np.flatnonzero(_SUSPECT[data[offsets[0]:offsets[-1]]]) + offsets[0]
     rows = np.unique(np.searchsorted(offsets, hits, side="right") - 1)
     if len(rows):
-        rows = rows[pc.match_substring_regex(strings.take(pa.array(rows)), _PY_ONLY_SPACE).to_numpy(
+        rows = rows[pc.match_substring_regex(strings.take(pa.array(rows)), PY_ONLY_SPACE).to_numpy(
             zero_copy_only=False)]
     if not len(rows):
         tokens, ptr = tokenize(strings)
         return tokens.cast(pa.string()), ptr
     normal = np.ones(len(strings), bool)
     normal[rows] = False
-    (ta, pa_), (tb, pb) = tokenize(strings.filter(pa.array(normal))), _jar_words(strings.take(pa.array(rows)))
+    (ta, pa_), (tb, pb) = tokenize(strings.filter(pa.array(normal))), jar_split(strings.take(pa.array(rows)))
     counts, src = np.zeros(len(strings), np.int64), np.zeros(len(strings), np.int64)
     counts[normal], counts[rows] = np.diff(pa_), np.diff(pb)
     src[normal], src[rows] = pa_[:-1], pb[:-1] + len(ta)
     ptr = np.zeros(len(strings) + 1, np.int64)
     np.cumsum(counts, out=ptr[1:])
     gather = np.repeat(src - ptr[:-1], counts) + np.arange(ptr[-1])
-    return pa.concat_arrays([ta.cast(pa.string()), tb]).take(pa.array(gather)), ptr
+    return pa.concat_arrays([ta.cast(pa.string()), tb.cast(pa.string())]).take(pa.array(gather)), ptr
 
 
 @dataclass(frozen=True)
