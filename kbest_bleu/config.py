@@ -88,7 +88,7 @@ class BleuConfig:
     auto_reweigh: bool = False
     smooth_bp: bool = False
     ref_length: str = "closest"
-    tokenize: str = "none"
+    tokenize: str = "13a"
     lowercase: bool = False
 
     def __post_init__(self) -> None:

@@ -11,7 +11,7 @@ import kbest_bleu as kb
 def test_moses_extractor_gold_statistics(shared_data):
     t = pq.read_table(shared_data / "moses_mert_nbest.parquet")
     seg = pc.add(pc.multiply(t["iteration"], 1000), t["segment_id"])
-    stats = kb.ngram_stats(t["hypothesis"], t["references"], seg)
+    stats = kb.ngram_stats(t["hypothesis"], t["references"], seg, tokenize="none")
     gold = np.array(t["gold_bleu_stats_moses"].to_pylist())
     assert gold.shape == (5000, 9)
     assert np.array_equal(stats.to_moses(), gold)
@@ -31,11 +31,11 @@ def test_multeval_corpus_statistics(shared_data, key):
     t = pq.read_table(shared_data / "multeval.parquet",
                       filters=[("dataset", "=", key[0]), ("system", "=", key[1])])
     totals, matches, ref_len, bleu = MULTEVAL[key]
-    res_stats = kb.ngram_stats(t["hypothesis"], t["references"]).sum()
+    res_stats = kb.ngram_stats(t["hypothesis"], t["references"], tokenize="none").sum()
     assert res_stats.matches[0, :4].tolist() == matches
     assert int(res_stats.ref_len[0]) == ref_len
     assert res_stats.totals[0, :4].tolist() == totals
-    assert kb.corpus_score(res_stats).score == pytest.approx(bleu, abs=5e-7)
+    assert kb.corpus_score(res_stats, tokenize="none").score == pytest.approx(bleu, abs=5e-7)
 
 
 def _real_sample(shared_data, n_per_source=1300, seed=0):
@@ -66,7 +66,7 @@ def test_sacrebleu_sentence_scores_on_real_data(real_sample, method, effective):
     hyps, refs = real_sample
     bleu = BLEU(tokenize="none", smooth_method=method, effective_order=effective)
     want = np.array([bleu.sentence_score(h, r).score / 100 for h, r in zip(hyps, refs)])
-    got = kb.score_kbest(hyps, refs, smoothing=method, effective_order=effective)
+    got = kb.score_kbest(hyps, refs, smoothing=method, effective_order=effective, tokenize="none")
     bad = np.flatnonzero(np.abs(got - want) > 1e-9)
     assert bad.size == 0, [(hyps[i], refs[i], got[i], want[i]) for i in bad[:3]]
 
@@ -80,7 +80,7 @@ def test_sacrebleu_corpus_score_on_real_data(shared_data, method, effective):
     hyps, refs = t["hypothesis"].to_pylist(), t["references"].to_pylist()
     want = BLEU(tokenize="none", smooth_method=method, effective_order=effective).corpus_score(
         hyps, [list(s) for s in zip(*refs)]).score / 100
-    got = kb.corpus_bleu(hyps, refs, smoothing=method, effective_order=effective).score
+    got = kb.corpus_bleu(hyps, refs, smoothing=method, effective_order=effective, tokenize="none").score
     assert abs(got - want) <= 1e-9
 
 
@@ -100,7 +100,7 @@ def test_nltk_sentence_bleu_on_real_data(real_sample, method):
                 rows.append(i)
             except (AssertionError, ZeroDivisionError):  # method6 without a trigram match
                 assert method == 6
-    got = kb.score_kbest(hyps, refs, compat="nltk", smoothing=method)[rows]
+    got = kb.score_kbest(hyps, refs, compat="nltk", smoothing=method, tokenize="none")[rows]
     assert len(rows) >= (5000 if method != 6 else 2000)
     bad = np.flatnonzero(~np.isclose(got, want, rtol=1e-9, atol=1e-12))
     assert bad.size == 0, [(hyps[rows[i]], got[i], want[i]) for i in bad[:3]]
