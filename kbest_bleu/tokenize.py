@@ -48,7 +48,7 @@ from ._counting import (
 from .config import TOKENIZERS
 from .errors import InputError
 
-__all__ = ["PYTHON_TOKENIZERS", "SPM_MODEL_ENV", "TOKENIZERS", "lowercase", "prepare", "spm_model_path", "split_ids",
+__all__ = ["PYTHON_TOKENIZERS", "SPM_MODEL_ENV", "TOKENIZERS", "lowercase", "prepare", "split_ids", "spm_model_path",
            "string_buffers", "tokenize"]
 
 # tokenizers run by their own Python packages, string by string, as sacrebleu runs them
