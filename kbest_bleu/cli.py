@@ -49,8 +49,8 @@ def _scoring_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--auto-reweigh", action="store_true", help="nltk: NLTK's auto_reweigh")
     g.add_argument("--smooth-bp", action="store_true", help="moses: smoothed brevity penalty")
     g.add_argument("--ref-length", choices=list(REF_LENGTH_POLICIES), default="closest")
-    g.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="13a",
-                   help="as sacrebleu; 'none' for pre-tokenized (Moses-style) K-best lists; ja-mecab/ko-mecab: "
+    g.add_argument("-t", "-tok", "--tokenize", choices=TOKENIZERS, default="13a", metavar="TOK",
+                   help=f"{', '.join(TOKENIZERS)}: as sacrebleu; 'none' for pre-tokenized (Moses-style) K-best lists; ja-mecab/ko-mecab: "
                         "pip install 'kbest-bleu[ja]'/'[ko]'; flores101/flores200/spm: 'kbest-bleu[flores]' and a local "
                         "model file (--spm-model)")
     g.add_argument("--spm-model", metavar="PATH", default=None,

