@@ -68,3 +68,6 @@ def test_cli_faces_equal_nltk(tmp_path, capsys, options):
     assert main(["paired", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "-r", str(tmp_path / "r.txt"),
                  "--n-samples", "10"] + flags) == 0
     assert f"| Baseline: {tmp_path / 'a.txt'} | {100 * corpus:.2f} |" in capsys.readouterr().out
+    # corpus, sacrebleu's shape: REF -i HYP, score only with 6 decimals
+    assert main(["corpus", str(tmp_path / "r.txt"), "-i", str(tmp_path / "a.txt"), "-b", "-w", "6"] + flags) == 0
+    assert float(capsys.readouterr().out.strip()) == pytest.approx(100 * corpus, abs=5e-7)
