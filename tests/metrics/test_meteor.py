@@ -319,7 +319,7 @@ def test_only_the_jars_five_whitespace_characters_split():
 def test_split_equals_the_jars_tokens_on_mixed_rows(texts):
     """Rows with and without Python-only spaces (split by two paths, one vocabulary) = re.split on
     the jar's five separators, row by row."""
-    ids, ptr, vocab = meteor_score._split(pa.array(texts, pa.large_string()))
+    ids, ptr, vocab = meteor_score.split_words(pa.array(texts, pa.large_string()))
     words = vocab.to_pylist()
     assert [[words[i] for i in ids[ptr[k]:ptr[k + 1]]] for k in range(len(texts))] == \
         [[w for w in re.split("[ \t\n\r\f]+", t) if w] for t in texts]

@@ -26,7 +26,7 @@ from . import _align
 from .params import BEAM_SIZE, MeteorParams, meteor_params
 
 __all__ = ["PY_ONLY_SPACE", "Meteor", "MeteorResult", "from_options", "jar_split", "meteor_rows",
-           "meteor_segments", "output_arrays", "output_fields", "sentence_meteor", "system_meteor"]
+           "meteor_segments", "output_arrays", "output_fields", "sentence_meteor", "split_words", "system_meteor"]
 
 # Python's str.split() also cuts at these, the jar's StringTokenizer does not (checked in the tests
 # against every code point's str.isspace()).
@@ -88,13 +88,13 @@ def jar_split(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
 
 
 def _regex_split(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """:func:`_split` by :func:`jar_split`."""
+    """:func:`split_words` by :func:`jar_split`."""
     flat, ptr = jar_split(texts)
     enc = flat.dictionary_encode()
     return enc.indices.to_numpy().astype(np.int32), ptr, enc.dictionary
 
 
-def _split(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+def split_words(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     """(ids int32[T], ptr int64[n+1], vocabulary) of the jar's tokens of every string.
 
     Rows with a character where Python's split and the jar's differ (rare: a no-break space in a
@@ -123,7 +123,7 @@ def _tokens(texts: pa.Array, params: MeteorParams) -> tuple[np.ndarray, np.ndarr
     row pointers int64[n+1]."""
     if params.lowercase:
         texts = lowercase_column(texts)
-    ids, ptr, vocab = _split(texts)
+    ids, ptr, vocab = split_words(texts)
     words = pa.array(sorted(params.function_words), pa.large_string())
     fw = pc.is_in(lowercase_column(vocab.cast(pa.large_string())), value_set=words).to_numpy(zero_copy_only=False)
     fw_tok = np.ascontiguousarray(fw[ids], dtype=np.bool_)

@@ -25,8 +25,7 @@ from numba import njit, prange
 from ... import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
 
 from ...errors import InputError
-from ..meteor.score import PY_ONLY_SPACE, jar_split
-from ...tokenize import string_buffers, tokenize
+from ..meteor.score import split_words
 from .analyze import analyze_tokens
 from .table import CompiledTable
 
@@ -79,35 +78,11 @@ def _substitute(seg_ptr, unit_ptr, ref_ptr, ref_lem, ref_pos, hyp_ptr, hyp_lem, 
     return sub
 
 
-# Meteor's tokens are split on the jar's whitespace [ \t\n\r\f]; Python's str.split (the fast
-# numba tokenizer) also splits on the characters of PY_ONLY_SPACE, so rows holding one take the jar's split.
-_SUSPECT = np.zeros(256, bool)  # the first UTF-8 byte of each of those characters
-_SUSPECT[[0x0B, 0x1C, 0x1D, 0x1E, 0x1F, 0xC2, 0xE1, 0xE2, 0xE3]] = True
-
-
 def words(strings: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """The words of every string as Meteor (exact) tokenizes them: string [T] and int64 [n+1].
-    Rows with a byte that may start a Python-only space are checked by regex; the rows that hold
-    one are split by regex, all others by the numba tokenizer, and the two are merged in order."""
-    data, offsets = string_buffers(strings)
-    hits = np.flatnonzero(_SUSPECT[data[offsets[0]:offsets[-1]]]) + offsets[0]
-    rows = np.unique(np.searchsorted(offsets, hits, side="right") - 1)
-    if len(rows):
-        rows = rows[pc.match_substring_regex(strings.take(pa.array(rows)), PY_ONLY_SPACE).to_numpy(
-            zero_copy_only=False)]
-    if not len(rows):
-        tokens, ptr = tokenize(strings)
-        return tokens.cast(pa.string()), ptr
-    normal = np.ones(len(strings), bool)
-    normal[rows] = False
-    (ta, pa_), (tb, pb) = tokenize(strings.filter(pa.array(normal))), jar_split(strings.take(pa.array(rows)))
-    counts, src = np.zeros(len(strings), np.int64), np.zeros(len(strings), np.int64)
-    counts[normal], counts[rows] = np.diff(pa_), np.diff(pb)
-    src[normal], src[rows] = pa_[:-1], pb[:-1] + len(ta)
-    ptr = np.zeros(len(strings) + 1, np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    gather = np.repeat(src - ptr[:-1], counts) + np.arange(ptr[-1])
-    return pa.concat_arrays([ta.cast(pa.string()), tb.cast(pa.string())]).take(pa.array(gather)), ptr
+    """The words of every string as Meteor (exact) tokenizes them (:func:`meteor.score.split_words`):
+    string [T] and row pointers int64 [n+1]."""
+    ids, ptr, vocab = split_words(strings)
+    return vocab.take(pa.array(ids)).cast(pa.string()), ptr
 
 
 @dataclass(frozen=True)
