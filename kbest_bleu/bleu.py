@@ -17,11 +17,12 @@ import numpy as np
 import pyarrow as pa
 
 from . import _counting
+from ._arrow import string_buffers
 from .config import BleuConfig
 from .errors import InputError
 from .smoothing import PRESETS
 from .stats import BleuStats, check_group_pointers, counting_args, ngram_stats
-from .tokenize import _UNESCAPE_13A, BYTE_CLASS, RULES_13A, RULES_NONE, WIDE_SPACE, prepare, string_buffers
+from .tokenize import _UNESCAPE_13A, BYTE_CLASS, RULES_13A, RULES_NONE, WIDE_SPACE, prepare
 
 __all__ = ["BleuResult", "SentenceScorer", "corpus_bleu", "corpus_score", "document_score", "score_kbest",
            "score_rows", "sentence_bleu", "sentence_scores"]

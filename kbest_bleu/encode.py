@@ -16,9 +16,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _counting
+from ._arrow import from_numpy, string_buffers, to_numpy
 from .errors import InputError
 from .tokenize import lowercase as lowercase_column
-from .tokenize import prepare, split_ids, string_buffers
+from .tokenize import prepare, split_ids
 from .tokenize import tokenize as tokenize_column
 
 __all__ = ["Encoded", "check_contiguous", "check_segment_keys", "check_utf8", "encode", "hypotheses_array",
@@ -87,7 +88,7 @@ def _null_lists_as_strings(arr: pa.Array) -> pa.Array:
 
 
 def _first_null(arr: pa.Array) -> int:
-    return int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+    return int(np.flatnonzero(to_numpy(arr.is_null()))[0])
 
 
 def _check_no_nulls(arr: pa.Array, what: str, row_offset: int = 0,
@@ -119,7 +120,7 @@ def check_utf8(arr: pa.Array, what: str, row_offset: int = 0) -> None:
     rows = np.arange(len(arr))
     values = arr
     while pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-        rows = rows[pc.list_parent_indices(values).to_numpy()]
+        rows = rows[to_numpy(pc.list_parent_indices(values))]
         values = pc.list_flatten(values)
     strings = values.dictionary if pa.types.is_dictionary(values.type) else values
     element = -1
@@ -127,7 +128,7 @@ def check_utf8(arr: pa.Array, what: str, row_offset: int = 0) -> None:
         data, offsets = string_buffers(strings)
         element, byte = _invalid_utf8_at(data.tobytes(), offsets)
         if strings is not values and element >= 0:  # a bad dictionary entry: the first row that uses it
-            used = np.flatnonzero(values.indices.to_numpy(zero_copy_only=False) == element)
+            used = np.flatnonzero(to_numpy(values.indices) == element)
             element = int(used[0]) if used.size else -1
     if element < 0:
         raise InputError(f"{what}: the Arrow data is invalid; expected a well-formed Arrow/parquet column")
@@ -180,7 +181,7 @@ def references_array(references: Any, row_offset: int = 0) -> pa.Array:
     if len(arr) == 0:
         return pa.array([], pa.list_(pa.string()))
     if _is_text(arr.type):
-        arr = pa.ListArray.from_arrays(pa.array(np.arange(len(arr) + 1, dtype=np.int32)), arr)
+        arr = pa.ListArray.from_arrays(from_numpy(np.arange(len(arr) + 1, dtype=np.int32)), arr)
     if (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) and not pa.types.is_null(
             arr.type.value_type):  # list<null> ([[]]) means no reference at all: kept as it is
         arr = _null_lists_as_strings(arr)
@@ -192,8 +193,8 @@ def references_array(references: Any, row_offset: int = 0) -> pa.Array:
                     "reference)")
     flat = pc.list_flatten(arr)
     if flat.null_count:
-        entry = row_offset + int(pc.list_parent_indices(arr).to_numpy()[
-            np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0]])
+        entry = row_offset + int(to_numpy(pc.list_parent_indices(arr))[
+            np.flatnonzero(to_numpy(flat.is_null()))[0]])
         raise InputError(f"references: entry {entry} holds a null reference; expected strings")
     check_utf8(arr, "references", row_offset)
     return arr
@@ -214,7 +215,7 @@ def check_segment_keys(keys: Sequence[pa.Array], names: Sequence[str] = (), row_
             raise InputError(f"{name}: row {row_offset + _first_null(k)} is null (None, NaN from pandas or NaT); "
                              "expected a segment id on every row; fill or drop those rows")
         if pa.types.is_floating(t):
-            nan = pc.is_nan(k).to_numpy(zero_copy_only=False)
+            nan = to_numpy(pc.is_nan(k))
             if nan.any():
                 raise InputError(f"{name}: row {row_offset + int(np.flatnonzero(nan)[0])} is NaN; expected a "
                                  "segment id on every row (NaN equals nothing, so it cannot name a segment); fill "
@@ -233,13 +234,13 @@ def run_starts(keys: Sequence[pa.Array]) -> np.ndarray:
         return np.zeros(0, np.int64)
     change = np.zeros(n - 1, bool)
     for k in keys:
-        change |= pc.not_equal(k.slice(1), k.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        change |= to_numpy(pc.not_equal(k.slice(1), k.slice(0, n - 1)))
     return np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
 
 
 def key_labels(keys: Sequence[pa.Array], rows: np.ndarray) -> list:
     """The segment key at each of ``rows``, as hashable Python values (tuples when composite)."""
-    cols = [k.take(pa.array(rows)).to_pylist() for k in keys]
+    cols = [k.take(from_numpy(np.asarray(rows, np.int64))).to_pylist() for k in keys]
     return cols[0] if len(cols) == 1 else list(zip(*cols))
 
 
@@ -284,7 +285,7 @@ def _decoded(refs: pa.Array) -> pa.Array:
 
 def list_offsets(arr: pa.Array) -> np.ndarray:
     """int64 offsets (from 0) of a possibly sliced list or string array."""
-    off = np.asarray(arr.offsets, dtype=np.int64)
+    off = to_numpy(arr.offsets).astype(np.int64)
     return off - off[0]
 
 
@@ -292,14 +293,14 @@ def _rows_equal_owner(refs: pa.Array, owner: np.ndarray) -> np.ndarray:
     """bool[n]: whether row r of the list array ``refs`` equals row owner[r] (exactly, element by element)."""
     values = pc.list_flatten(refs)
     if _is_dictionary_text(values.type):  # same dictionary: equal indices are equal strings
-        data = values.indices.to_numpy(zero_copy_only=False).view(np.uint8)
+        data = np.ascontiguousarray(to_numpy(values.indices)).view(np.uint8)
         width = values.indices.type.bit_width // 8
         elem_off = np.arange(len(values) + 1, dtype=np.int64) * width
     elif is_token_lists(values.type):  # pre-tokenized references: token counts, then the tokens
         counts = np.diff(list_offsets(values))
         same = _counting._rows_equal_owner(counts.view(np.uint8), np.arange(len(values) + 1, dtype=np.int64) * 8,
                                          list_offsets(refs), owner)
-        tokens_of_row = pa.array(list_offsets(values)[list_offsets(refs)])
+        tokens_of_row = from_numpy(list_offsets(values)[list_offsets(refs)])
         by_row = pa.LargeListArray.from_arrays(tokens_of_row, pc.list_flatten(values))
         return same & _rows_equal_owner(by_row, owner)
     else:
@@ -332,7 +333,7 @@ def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row
             f"{int(owner[row]) + row_offset}, the first "
             "row of its segment; the rows of one segment must share their references "
             "(or pass segment ids that separate them)")
-    return _decoded(refs.take(pa.array(seg_hyp_ptr[:-1])))
+    return _decoded(refs.take(from_numpy(seg_hyp_ptr[:-1])))
 
 
 def _token_lists(arr: pa.Array, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
@@ -362,7 +363,7 @@ def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
         ref_tok, ref_ptr = (_token_lists(flat_refs, lowercase) if is_token_lists(flat_refs.type)
                             else tokenize_column(flat_refs, tokenize, lowercase))
         both = pa.concat_arrays([hyp_tok.cast(pa.large_string()), ref_tok.cast(pa.large_string())])
-        ids = both.dictionary_encode().indices.to_numpy().astype(np.int32, copy=False)
+        ids = to_numpy(both.dictionary_encode().indices).astype(np.int32, copy=False)
         n_tok = len(hyp_tok)
     else:
         both = pa.concat_arrays([hypotheses.cast(pa.large_string()), flat_refs.cast(pa.large_string())])

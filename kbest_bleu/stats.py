@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _counting
+from ._arrow import string_buffers
 from .config import REF_LENGTH_POLICIES, BleuConfig
 from .encode import (
     Encoded,
@@ -26,7 +27,7 @@ from .encode import (
     segment_references,
 )
 from .errors import InputError
-from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare, string_buffers
+from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
 __all__ = ["SMALL_JOB_BYTES", "BleuStats", "check_group_pointers", "counting_args", "ngram_stats", "segment_argmax",
            "segment_stats", "set_threads", "stats_from_encoded", "stats_from_text", "threads_for"]

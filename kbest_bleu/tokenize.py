@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import regex
 
 from . import _counting
+from ._arrow import from_numpy, string_buffers, to_numpy
 from ._counting import (
     BYTE_DIGIT,
     BYTE_DOT,
@@ -49,7 +50,7 @@ from .config import TOKENIZERS
 from .errors import InputError
 
 __all__ = ["PYTHON_TOKENIZERS", "SPM_MODEL_ENV", "TOKENIZERS", "lowercase", "prepare", "split_ids", "spm_model_path",
-           "string_buffers", "tokenize"]
+           "tokenize"]
 
 # tokenizers run by their own Python packages, string by string, as sacrebleu runs them
 PYTHON_TOKENIZERS = ("ja-mecab", "ko-mecab", "flores101", "flores200", "spm")
@@ -77,7 +78,10 @@ def _char_class(codepoints, negate: bool = False) -> str:
 
 
 _ALL = range(sys.maxunicode + 1)
-_PY_SPACE = "".join(chr(i) for i in _ALL if chr(i).isspace())
+# Python's str.isspace() set, written out: the scan of every code point costs 0.2 s per process
+# (tests/test_tokenize.py checks this against the scan under the running Python)
+_PY_SPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+             "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 
 
 @lru_cache(maxsize=None)
@@ -134,13 +138,13 @@ def _lower_mismatch_class() -> str:
 def _patch_rows(strings: pa.Array, rows: pa.Array, fix) -> pa.Array:
     """``strings`` with the rows selected by the boolean Arrow mask ``rows`` replaced by ``fix``
     applied to them (vectorized take + scatter; ``fix`` maps an Arrow array to an Arrow array)."""
-    idx = np.flatnonzero(rows.to_numpy(zero_copy_only=False))
+    idx = np.flatnonzero(to_numpy(rows))
     if idx.size == 0:
         return strings
-    fixed = fix(strings.take(pa.array(idx))).cast(strings.type)
+    fixed = fix(strings.take(from_numpy(idx))).cast(strings.type)
     order = np.arange(len(strings))
     order[idx] = len(strings) + np.arange(idx.size)
-    return pa.concat_arrays([strings, fixed]).take(pa.array(order))
+    return pa.concat_arrays([strings, fixed]).take(from_numpy(order))
 
 
 def lowercase(strings: pa.Array) -> pa.Array:
@@ -159,7 +163,7 @@ def _unescape_13a(strings: pa.Array) -> pa.Array:
         for old, new in _UNESCAPE_13A:
             part = pc.replace_substring(part, old, new)
         return part
-    return _patch_rows(strings, pa.array(_counting._rows_with_bytes(*string_buffers(strings), _UNESCAPE_BYTES)), fix)
+    return _patch_rows(strings, from_numpy(_counting._rows_with_bytes(*string_buffers(strings), _UNESCAPE_BYTES)), fix)
 
 
 def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> tuple[pa.Array, int]:
@@ -243,17 +247,6 @@ def _python_tokenize(strings: pa.Array, name: str) -> pa.Array:
     return done.take(encoded.indices)
 
 
-def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(uint8 UTF-8 bytes, int64 offsets[n+1]) of an Arrow string/large_string array, zero-copy."""
-    if len(strings) == 0:
-        return np.zeros(1, np.uint8), np.zeros(1, np.int64)
-    _, off_buf, data_buf = strings.buffers()
-    off_type = np.int64 if pa.types.is_large_string(strings.type) else np.int32
-    offsets = np.frombuffer(off_buf, off_type)[strings.offset:strings.offset + len(strings) + 1].astype(np.int64)
-    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
-    return data, offsets
-
-
 def _byte_classes() -> tuple[np.ndarray, np.ndarray]:
     """The byte classes and wide whitespace of :func:`kbest_bleu._counting._split`: Python's
     whitespace set, and the bytes sacrebleu's 13a/zh rules test."""
@@ -311,4 +304,4 @@ def tokenize(strings: pa.Array, tokenize: str = "none", lowercase: bool = False)
     offsets : int64[n + 1], the tokens of row i are ``tokens[offsets[i]:offsets[i + 1]]``
     """
     ids, ptr, vocab = split_ids(*prepare(strings, tokenize, lowercase))
-    return vocab.take(pa.array(ids)), ptr
+    return vocab.take(from_numpy(ids)), ptr

@@ -14,8 +14,9 @@ from reference import stats as ref_stats
 
 import kbest_bleu as kb
 from kbest_bleu import _counting as kernels
+from kbest_bleu._arrow import string_buffers
 from kbest_bleu.encode import encode
-from kbest_bleu.tokenize import BYTE_CLASS, WIDE_SPACE, string_buffers
+from kbest_bleu.tokenize import BYTE_CLASS, WIDE_SPACE
 
 # tiny vocabulary: repeated and overlapping n-grams everywhere; "ab" shares a prefix with "a",
 # "é" and "\u4e2d" are multi-byte, and duplicate hypotheses are frequent

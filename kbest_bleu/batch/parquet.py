@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._arrow import to_numpy
 from ..config import BleuConfig
 from ..encode import check_segment_keys, check_utf8
 from ..errors import InputError
@@ -272,14 +273,20 @@ def _text_bytes(col: pa.Array) -> np.ndarray:
     (dictionary-encoded or plain; nulls count 0)."""
     if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
         values = _text_bytes(pc.list_flatten(col))
-        parents = pc.list_parent_indices(col).to_numpy()
+        parents = to_numpy(pc.list_parent_indices(col))
         return np.bincount(parents, weights=values, minlength=len(col)).astype(np.int64)
     if pa.types.is_dictionary(col.type):
         if len(col.dictionary) == 0:
             return np.zeros(len(col), np.int64)
-        sizes = _text_bytes(col.dictionary)[col.indices.fill_null(0).to_numpy(zero_copy_only=False)]
-        return np.where(col.is_null().to_numpy(zero_copy_only=False), 0, sizes)
-    return pc.binary_length(col).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        sizes = _text_bytes(col.dictionary)[_nulls_as_zero(col.indices)]
+        return np.where(to_numpy(col.is_null()), 0, sizes)
+    return _nulls_as_zero(pc.binary_length(col))
+
+
+def _nulls_as_zero(integers: pa.Array) -> np.ndarray:
+    """int64[n] of an Arrow integer array, nulls as 0 (``fill_null(0)`` makes a ``pa.scalar``,
+    which imports pandas: see :mod:`kbest_bleu._arrow`)."""
+    return np.nan_to_num(to_numpy(integers), nan=0.0).astype(np.int64)
 
 
 def _joined(batches: list) -> list:
@@ -322,7 +329,7 @@ def _parquet_types_suffice(schema: pa.Schema) -> bool:
     if any(f.metadata for f in schema):
         return False
     sink = pa.BufferOutputStream()
-    pq.write_table(schema.empty_table(), sink, store_schema=False)
+    pq.write_table(pa.Table.from_batches([], schema=schema), sink, store_schema=False)  # no pandas import
     return pq.read_schema(pa.BufferReader(sink.getvalue())).equals(schema, check_metadata=False)
 
 

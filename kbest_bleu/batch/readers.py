@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._arrow import to_numpy
 from ..errors import InputError
 from .references import read_lines
 from .stream import META_SEGMENT
@@ -161,7 +162,7 @@ def sort_segments(src: "str | os.PathLike", dst: "str | os.PathLike", segment: S
     """
     pf = pq.ParquetFile(src)
     keys = pf.read(columns=list(segment))
-    order = pc.sort_indices(keys, sort_keys=[(c, "ascending") for c in segment]).to_numpy()
+    order = to_numpy(pc.sort_indices(keys, sort_keys=[(c, "ascending") for c in segment]))
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
     n_buckets = max(1, -(-len(order) // bucket_rows))

@@ -28,6 +28,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import to_numpy
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..errors import InputError
@@ -125,7 +126,7 @@ def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = 
                          cfg)
         bleu = sentence_scores(st, cfg)
         best = int(segment_argmax(bleu, ptr)[0])
-        one = 0 if columns.score is None else int(segment_argmax(table[columns.score].to_numpy(), ptr)[0])
+        one = 0 if columns.score is None else int(segment_argmax(to_numpy(table[columns.score]), ptr)[0])
         total = st.sum()
         values = ([table[c][0].as_py() for c in columns.segment]
                   + [table.num_rows, float(bleu[best]), best, one]

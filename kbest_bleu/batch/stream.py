@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import from_numpy, to_numpy
 from ..bleu import BleuResult, corpus_score, sentence_scores
 from ..config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
 from ..encode import (check_contiguous, check_segment_keys, hypotheses_array, key_labels, references_array,
@@ -187,7 +188,7 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
             refs = references.lookup(labels, where)
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
-    n_refs = pc.list_value_length(refs).to_numpy(zero_copy_only=False)
+    n_refs = to_numpy(pc.list_value_length(refs))
     no_refs = np.flatnonzero(n_refs == 0)
     if no_refs.size:
         raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
@@ -198,16 +199,16 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
     if tally is not None:
         score = None
         if columns.score is not None:
-            score = chunk[columns.score].combine_chunks().to_numpy(zero_copy_only=False).astype(np.float64)
+            score = to_numpy(chunk[columns.score]).astype(np.float64)
         tally.add(stats, bleu, seg_ptr, score, n_refs)
     arrays = [_as_type(chunk[c].combine_chunks(), f.type) for c, f in zip(chunk.column_names, schema)]
-    arrays.append(pa.array(bleu))
-    arrays += [pa.array(sentence_scores(stats, c)) for _, c in scored[1:]]
+    arrays.append(from_numpy(bleu))
+    arrays += [from_numpy(sentence_scores(stats, c)) for _, c in scored[1:]]
     if with_stats:
         n_ord = cfg.max_order
-        arrays += [pa.array(stats.matches[:, i]) for i in range(n_ord)]
-        arrays += [pa.array(stats.totals[:, i]) for i in range(n_ord)]
-        arrays += [pa.array(stats.hyp_len), pa.array(stats.ref_len)]
+        arrays += [from_numpy(stats.matches[:, i]) for i in range(n_ord)]
+        arrays += [from_numpy(stats.totals[:, i]) for i in range(n_ord)]
+        arrays += [from_numpy(stats.hyp_len), from_numpy(stats.ref_len)]
     for metric in metrics:
         arrays += metric.score_segments(hyps, refs, seg_ptr, chunk, with_stats)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
