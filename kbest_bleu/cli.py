@@ -124,12 +124,13 @@ def _write_stdout(path: Path) -> None:
 
 
 def _cmd_score(a: argparse.Namespace) -> int:
-    if a.threads is not None:  # first: the kernels' thread count, before any scoring import runs
+    import pyarrow as pa
+
+    if a.threads is not None:  # first: the kernels' and Arrow's thread counts, before any scoring runs
         from .stats import set_threads
-        set_threads(a.threads)
+        pa.set_cpu_count(set_threads(a.threads))
     import tempfile
 
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from .batch.parquet import score_parquet
@@ -425,8 +426,9 @@ def _score_parser(sub) -> None:
     p.add_argument("--batch-size", type=int, default=65536, help="rows per record batch (bounds memory)")
     p.add_argument("--batch-bytes", type=int, default=None,
                    help="bytes of hypothesis text per record batch (bounds memory; default 16 MiB)")
-    p.add_argument("--threads", type=int, default=None, help="threads for the kernels (default: every core; "
-                   "jobs under 64 KB run on one)")
+    p.add_argument("--threads", type=int, default=None, help="threads for the kernels and Arrow (default: every "
+                   "core; jobs under 64 KB score on one); with 2 or more, reading and writing overlap the "
+                   "scoring on background threads; 1 runs the whole job on one thread")
     p.add_argument("--compression", default="zstd",
                    help="parquet codec of the output: zstd (smallest), snappy (fastest), lz4, gzip, brotli, none")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no log lines")

@@ -30,7 +30,8 @@ from .errors import InputError
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
 __all__ = ["SMALL_JOB_BYTES", "BleuStats", "check_group_pointers", "counting_args", "ngram_stats", "segment_argmax",
-           "segment_stats", "set_threads", "stats_from_encoded", "stats_from_text", "threads_for"]
+           "segment_stats", "set_threads", "stats_from_encoded", "stats_from_text", "thread_count",
+           "threads_for"]
 
 SMALL_JOB_BYTES = 1 << 16  # below this many input bytes a job runs on the calling thread alone
 
@@ -53,6 +54,13 @@ def set_threads(n: int) -> int:
     n = min(n, numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(n)
     return n
+
+
+def thread_count() -> int:
+    """The kernels' thread count on the calling thread (:func:`set_threads`, ``--threads``)."""
+    import numba
+
+    return numba.get_num_threads()
 
 
 @contextmanager

@@ -335,3 +335,50 @@ def test_parquet_job_keeps_declared_column_types(tmp_path, hyp_type):
     assert out.select(t.column_names).equals(t)
     assert out.schema.field("hypothesis").type == hyp_type and b"kbest_bleu.signature" in out.schema.metadata
     assert np.array_equal(out["bleu"].to_numpy(), kb.score_kbest(t["hypothesis"], t["references"], t["segment_id"]))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monkeypatch, threads):
+    """--threads 1 keeps the whole job on the calling thread; with 2, batches are read ahead and
+    written behind on background threads. The scores are the same either way (equal to the
+    in-memory path), in input order."""
+    import threading
+
+    import numba
+
+    import kbest_bleu.batch.parquet as bp
+    rng = np.random.default_rng(threads)
+    n = 3000
+    hyps = [" ".join(rng.choice(list("abcde"), rng.integers(0, 9))) for _ in range(n)]
+    seg = np.arange(n) // 10
+    refs = [[" ".join(rng.choice(list("abcde"), 6))] for _ in range(n // 10)]
+    p = _write(tmp_path, "in.parquet", pa.table({"segment_id": seg, "hypothesis": hyps,
+                                                 "references": [refs[s] for s in seg]}))
+    where = {"read": set(), "write": set()}
+    read, write = bp._read_batches, pq.ParquetWriter.write_batch
+
+    def reading(*args, **kwargs):
+        for batch in read(*args, **kwargs):
+            where["read"].add(threading.get_ident())
+            yield batch
+
+    def writing(self, batch, *args, **kwargs):
+        where["write"].add(threading.get_ident())
+        return write(self, batch, *args, **kwargs)
+
+    monkeypatch.setattr(bp, "_read_batches", reading)
+    monkeypatch.setattr(pq.ParquetWriter, "write_batch", writing)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        score_parquet(p, tmp_path / "o.parquet", kb.BleuConfig(tokenize="none"), batch_size=170)
+    finally:
+        numba.set_num_threads(before)
+    main_thread = {threading.get_ident()}
+    if threads == 2 and numba.config.NUMBA_NUM_THREADS >= 2:
+        assert where["read"] and where["write"] and main_thread.isdisjoint(where["read"] | where["write"])
+    elif threads == 1:
+        assert where["read"] == where["write"] == main_thread
+    got = pq.read_table(tmp_path / "o.parquet")["bleu"].to_numpy()
+    want = kb.score_kbest(hyps, [refs[s] for s in seg], seg, tokenize="none")
+    assert np.array_equal(got, want)

@@ -20,6 +20,7 @@ from ..config import BleuConfig
 from ..encode import check_segment_keys, check_utf8
 from ..errors import InputError
 from ..metrics.base import Metric
+from ..stats import thread_count
 from .output import atomic_output, check_output
 from .references import Columns, ReferenceTable, require_columns
 from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
@@ -142,19 +143,22 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
         scored = [columns.hypothesis] + ([columns.references] if references is None else [])
         batches = _checked(_guard_reads(_read_batches(pf, *batch_limits), src), columns, src, scored)
         batches = _bounded(batches, columns, references is None, batch_limits[1], src)
-        # Arrow encodes a batch on one thread: writing batch i on a background thread
-        # while batch i+1 is read and scored keeps both cores busy. At most one batch
-        # waits; a write error surfaces at the next batch or at the end.
-        with ThreadPoolExecutor(1) as background:
+        # With more than one thread, batch i+1 is read and checked on one background thread
+        # and batch i-1 written on another while batch i is scored: Arrow decodes and encodes
+        # a batch on one thread, releasing the GIL, and the kernels' segment chunks take the
+        # cores left. At most one batch waits at each end; a read or write error surfaces at
+        # the next batch or at the end. With one thread (--threads 1), everything runs inline.
+        overlap = thread_count() > 1
+        with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as background:
             written = None
-            for out in score_batches(batches, cfg, columns=columns, references=references, stats=stats,
-                                     smoothings=smoothings, metrics=metrics, tally=tally, source=str(src),
-                                     schema=None if direct else declared):
+            for out in score_batches(_ahead(batches, reader) if overlap else batches, cfg, columns=columns,
+                                     references=references, stats=stats, smoothings=smoothings, metrics=metrics,
+                                     tally=tally, source=str(src), schema=None if direct else declared):
                 if writer is None:
                     writer = _writer(sink, out.schema, compression, store_schema=not direct)
                 if written is not None:
                     written.result()
-                written = background.submit(writer.write_batch, out)
+                written = background.submit(writer.write_batch, out) if overlap else writer.write_batch(out)
                 progress.update(out.num_rows)
                 if on_batch:
                     on_batch(out.num_rows)
@@ -166,6 +170,19 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
         progress.close()
         if writer is not None:
             writer.close()
+
+
+def _ahead(items: Iterator[Any], pool: ThreadPoolExecutor) -> Iterator[Any]:
+    """``items`` in order, each next one produced on ``pool`` while the caller uses the current
+    one; an exception raised producing an item is raised here, in its place."""
+    done = object()
+    coming = pool.submit(next, items, done)
+    while True:
+        item = coming.result()
+        if item is done:
+            return
+        coming = pool.submit(next, items, done)
+        yield item
 
 
 def check_schema(schema: pa.Schema, columns: Columns, with_references: bool, source: str,
