@@ -45,7 +45,9 @@ def to_numpy(values: "pa.Array | pa.ChunkedArray") -> np.ndarray:
         dtype = _DTYPES[values.type]
         if len(values) == 0:
             return np.zeros(0, dtype)
-        return np.frombuffer(values.buffers()[1], dtype)[start:stop]
+        view = np.frombuffer(values.buffers()[1], dtype)[start:stop]
+        view.setflags(write=False)  # Arrow's memory, read-only as pyarrow's own zero-copy view
+        return view
     if values.null_count == 0 and pa.types.is_boolean(values.type):
         if len(values) == 0:
             return np.zeros(0, bool)

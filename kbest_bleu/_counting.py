@@ -437,6 +437,10 @@ def _wide_space_width(data, i, end, wide_space):
     return 0
 
 
+# a literal 0 argument would compile _split a second time, for the type Literal[int](0)
+_ZERO = np.int64(0)
+
+
 @njit(cache=True)
 def _split(data, i, end, rules, byte_class, wide_space, starts, ends, t):
     r"""Tokens of data[i:end] (UTF-8): Python's ``str.split()``, after sacrebleu's 13a/zh regex
@@ -536,7 +540,7 @@ def _token_bounds(data, offsets, r0, r1, rules, byte_class, wide_space, ptr, sta
     fill = starts.shape[0] > 0
     for r in range(r0, r1):
         if not fill:
-            ptr[r + 1] = _split(data, offsets[r], offsets[r + 1], rules, byte_class, wide_space, starts, ends, 0)
+            ptr[r + 1] = _split(data, offsets[r], offsets[r + 1], rules, byte_class, wide_space, starts, ends, _ZERO)
             continue
         t = _split(data, offsets[r], offsets[r + 1], rules, byte_class, wide_space, starts, ends, ptr[r])
         for k in range(ptr[r], t):
@@ -642,7 +646,7 @@ def _lookup_tokens(buf, i, end, rules, byte_class, wide_space, vocab, ref_data, 
     lengths[v]]; equal hashes are confirmed byte by byte. starts, ends: scratch bounds.
     """
     table, hashes, first, lengths = vocab
-    c = _split(buf, i, end, rules, byte_class, wide_space, starts, ends, 0)
+    c = _split(buf, i, end, rules, byte_class, wide_space, starts, ends, _ZERO)
     for k in range(c):
         a, b = starts[k], ends[k]
         ids[k] = table[_token_slot(table, hashes, first, lengths, ref_data, buf, a, b, _hash_bytes(buf, a, b))]
@@ -844,8 +848,9 @@ def _one_text_stats(hyp_data, ref_data, ref_off, n_orders, policy, rules, byte_c
     """
     matches, totals, hyp_len, ref_len = _new_stats(1, n_orders)
     hyp_off = np.array([0, hyp_data.shape[0]], np.int64)
-    _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, 0, 1, 0, ref_off.shape[0] - 1, n_orders, policy,
-                        rules, byte_class, wide_space, matches, totals, hyp_len, ref_len)
+    # the bounds as int64 variables, not literals: the batch path's compiled _text_segment_stats serves
+    _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, _ZERO, hyp_off.shape[0] - 1, _ZERO, ref_off.shape[0] - 1,
+                        n_orders, policy, rules, byte_class, wide_space, matches, totals, hyp_len, ref_len)
     out = np.empty(2 * n_orders + 2, np.int64)
     out[:n_orders] = matches[0]
     out[n_orders:2 * n_orders] = totals[0]

@@ -1,0 +1,78 @@
+"""The first run after an install (issue 18): numba compiles the kernels once and caches them;
+the CLI says so when it happens, and ``kbest-bleu warmup`` compiles them ahead, after which no
+job compiles anything."""
+
+import logging
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SAMPLE = Path(__file__).resolve().parents[1] / "kbest_bleu" / "data" / "moses_100best_sample.parquet"
+
+# counts the kbest_bleu functions numba compiles in the process, then runs the code given
+COUNTING = """
+import sys
+from numba.core import event
+compiled = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        if ev.data["dispatcher"].py_func.__module__.startswith("kbest_bleu"):
+            compiled.append(ev.data["dispatcher"].py_func.__name__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Count())
+"""
+
+
+def test_a_cache_miss_is_announced_once_on_the_kbest_bleu_logger(monkeypatch, caplog):
+    from numba.core import caching
+
+    from kbest_bleu import _numba_cache
+    monkeypatch.setattr(_numba_cache, "_announced", [])
+    cache = object.__new__(caching.FunctionCache)
+    cache._cache_path = "/some/cache/dir"
+    cache._load_overload = lambda *_: None  # not in the cache
+
+    class Context:
+        def refresh(self):
+            pass
+    with caplog.at_level(logging.INFO, logger="kbest_bleu"):
+        assert cache.load_overload(None, Context()) is None
+        assert cache.load_overload(None, Context()) is None
+    said = [r.getMessage() for r in caplog.records if r.name == "kbest_bleu"]
+    assert len(said) == 1 and "/some/cache/dir" in said[0] and "kbest-bleu warmup" in said[0]
+
+
+@pytest.mark.exhaustive
+def test_warmup_compiles_ahead_and_then_no_job_compiles(tmp_path):
+    """A fresh numba cache: a job announces its compile; warmup compiles the rest; a second
+    warmup finds everything cached; then the common jobs and calls compile nothing."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(*args):
+        out = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out
+
+    job = run("-m", "kbest_bleu", "score", str(SAMPLE), "-o", str(tmp_path / "a.parquet"))
+    assert "compiling the scoring kernels for this machine" in job.stderr
+    first = run("-m", "kbest_bleu", "warmup")
+    assert int(re.search(r"compiled (\d+) kernel functions", first.stdout).group(1)) > 0
+    again = run("-m", "kbest_bleu", "warmup")
+    assert "every kernel was in the cache already" in again.stdout
+    code = COUNTING + f"""
+from kbest_bleu.cli import main
+import kbest_bleu as kb
+for tok in ("none", "13a", "char"):
+    assert main(["score", {str(SAMPLE)!r}, "-o", {str(tmp_path / "b.parquet")!r}, "-t", tok]) == 0
+    kb.sentence_bleu("the cat", ["the cat sat"], tokenize=tok)
+kb.score_kbest([["a", "b"], ["a"]], [[["a", "b"]]], [0, 0], tokenize="none")
+print(compiled)
+"""
+    jobs = run("-c", code)
+    assert jobs.stdout.strip().splitlines()[-1] == "[]"
+    assert "compiling the scoring kernels" not in jobs.stderr
