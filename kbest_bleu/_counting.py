@@ -20,7 +20,21 @@ import os
 
 import numpy as np
 from numba import njit, prange
+
 from . import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job: DESIGN.md section 5)
+from ._kernel_codes import (
+    BYTE_DIGIT,
+    BYTE_DOT,
+    BYTE_HYPHEN,
+    BYTE_MAY_SPACE,
+    BYTE_PUNCT,
+    BYTE_SPACE,
+    REF_AVERAGE,
+    REF_CLOSEST,
+    REF_SHORTEST,
+    RULES_13A,
+    RULES_NONE,
+)
 
 # Idle OpenMP workers sleep instead of spinning (unless the user chose a policy): on a busy 2-core
 # machine (load 11) a parallel launch otherwise waited ~16 ms for spinning peers to be
@@ -32,9 +46,6 @@ _EMPTY = -1
 # unbounded ints give the same low bits (the kernels must also run with the JIT disabled).
 _LOW62 = (1 << 62) - 1
 
-REF_CLOSEST = 0
-REF_SHORTEST = 1
-REF_AVERAGE = 2
 
 
 @njit(cache=True, inline="always")
@@ -406,18 +417,6 @@ def _ngram_stats(tok, hyp_ptr, ref_tok, ref_ptr, seg_hyp_ptr, seg_ref_ptr, n_ord
     return matches, totals, hyp_len, ref_len
 
 
-BYTE_ORDINARY = 0
-BYTE_SPACE = 1  # an ASCII whitespace byte
-BYTE_MAY_SPACE = 2  # lead byte of a multi-byte character that may be whitespace
-# bytes the 13a/zh regex rules look at (ordinary bytes when no rules apply)
-BYTE_PUNCT = 3  # rule 1's class [{-~[-` -&(-+:-@/] (space excepted)
-BYTE_DOT = 4  # '.' and ','
-BYTE_HYPHEN = 5
-BYTE_DIGIT = 6
-
-RULES_NONE = 0  # plain str.split()
-RULES_ZH = 1  # sacrebleu TokenizerRegexp's four rules, then str.split()
-RULES_13A = 2  # the same on the line padded with a space on each side (Tokenizer13a)
 
 
 @njit(cache=True, inline="always")

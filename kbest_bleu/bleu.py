@@ -12,17 +12,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional, Sequence
 
-import numba
 import numpy as np
 import pyarrow as pa
 
-from . import _counting
 from ._arrow import string_buffers
+from ._kernel_codes import RULES_13A, RULES_NONE, RULES_ZH, kernels
 from .config import BleuConfig
 from .errors import InputError
 from .smoothing import PRESETS
-from .stats import BleuStats, check_group_pointers, counting_args, ngram_stats
-from .tokenize import _UNESCAPE_13A, BYTE_CLASS, RULES_13A, RULES_NONE, WIDE_SPACE, prepare
+from .stats import BleuStats, check_group_pointers, counting_args, ngram_stats, thread_count
+from .tokenize import _UNESCAPE_13A, BYTE_CLASS, WIDE_SPACE, prepare
 
 __all__ = ["BleuResult", "SentenceScorer", "corpus_bleu", "corpus_score", "document_score", "score_kbest",
            "score_rows", "sentence_bleu", "sentence_scores"]
@@ -70,8 +69,7 @@ def score_rows(stats: BleuStats, cfg: BleuConfig, level: str) -> np.ndarray:
     Rows are independent, so large inputs are cut into chunks scored on numba's thread count
     (numpy releases the GIL); only the scores are gathered, not the precisions.
     """
-    n_threads = numba.get_num_threads()
-    if len(stats) < 2 * _CHUNK_ROWS or n_threads == 1:
+    if len(stats) < 2 * _CHUNK_ROWS or (n_threads := thread_count()) == 1:
         return _preset_scores(stats, cfg, level)[0]
     size = max(_CHUNK_ROWS, -(-len(stats) // n_threads))
     with ThreadPoolExecutor(n_threads) as pool:
@@ -238,12 +236,12 @@ class SentenceScorer:
         self._ref_off = np.zeros(len(parts) + 1, np.int64)
         np.cumsum([len(p) for p in parts], out=self._ref_off[1:])
         self._n_orders, self._policy = counting_args(cfg)
-        self._rules = {"13a": RULES_13A, "zh": _counting.RULES_ZH}.get(cfg.tokenize, RULES_NONE)
+        self._rules = {"13a": RULES_13A, "zh": RULES_ZH}.get(cfg.tokenize, RULES_NONE)
         self._fast = cfg.compat == "sacrebleu" and cfg.smoothing in (0, 1, 2, 3) and cfg.weights is None
 
     def vector(self, hypothesis: str) -> np.ndarray:
         """The statistics of one hypothesis: int64[2(N+1) + 2], m_1..m_{N+1}, l_1..l_{N+1}, c, r."""
-        return _counting._one_text_stats(_prepared_bytes(hypothesis, self.config, "hypothesis"), self._ref_data,
+        return kernels()._one_text_stats(_prepared_bytes(hypothesis, self.config, "hypothesis"), self._ref_data,
                                          self._ref_off, self._n_orders, self._policy, self._rules, BYTE_CLASS,
                                          WIDE_SPACE)
 

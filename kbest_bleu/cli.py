@@ -180,17 +180,22 @@ def _cmd_score(a: argparse.Namespace) -> int:
 def _score_with_progress(src, out, cfg, a, columns, refs, metrics, score_parquet):
     """score_parquet with a tqdm bar (total rows from the parquet metadata; off with -q or without a TTY)."""
     import pyarrow.parquet as pq
+
+    def run(on_batch):
+        return score_parquet(src, out, cfg, columns=columns, references=refs, stats=a.stats,
+                             smoothings=a.also_smoothing, metrics=metrics, batch_size=a.batch_size, quiet=True,
+                             **({} if a.batch_bytes is None else {"batch_bytes": a.batch_bytes}),
+                             compression=a.compression, on_batch=on_batch,
+                             engine=None if a.engine == "local" else a.engine)
+    if a.quiet or not sys.stderr.isatty():  # no bar: tqdm is not even imported (40 ms)
+        return run(None)
     from tqdm import tqdm
     try:
         total = pq.ParquetFile(src).metadata.num_rows
     except Exception:  # the job reports unreadable files with its own message
         total = None
-    with tqdm(total=total, unit="rows", unit_scale=True, disable=a.quiet or not sys.stderr.isatty(),
-              file=sys.stderr) as bar:
-        return score_parquet(src, out, cfg, columns=columns, references=refs, stats=a.stats,
-                             smoothings=a.also_smoothing, metrics=metrics, batch_size=a.batch_size, quiet=True,
-                             **({} if a.batch_bytes is None else {"batch_bytes": a.batch_bytes}),
-                             compression=a.compression, on_batch=bar.update)
+    with tqdm(total=total, unit="rows", unit_scale=True, file=sys.stderr) as bar:
+        return run(bar.update)
 
 
 def _score_spark(a, src, cfg, columns, refs, metrics) -> int:
@@ -442,8 +447,10 @@ def _score_parser(sub) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no log lines")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (scores 0-100)")
     p.add_argument("-w", "--width", type=int, default=2, help="decimals of the JSON scores")
-    p.add_argument("--engine", choices=["local", "spark"], default="local",
-                   help="spark: read and write parquet datasets with Apache Spark (pip install 'kbest-bleu[spark]')")
+    p.add_argument("--engine", choices=["local", "kernels", "numpy", "spark"], default="local",
+                   help="local: this machine, the numpy engine below 4 MiB of text (no numba start-up, no "
+                   "compiling), numba's kernels above; kernels/numpy: force one (the same numbers); spark: read "
+                   "and write parquet datasets with Apache Spark (pip install 'kbest-bleu[spark]')")
     p.add_argument("--master", default="local[*]", help="Spark master URL (with --engine spark)")
     p.add_argument("--metric", default="bleu", metavar="LIST",
                    help=f"comma-separated metrics, each adding its columns: bleu (always), {', '.join(METRICS)}")

@@ -15,8 +15,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _counting
+from . import _numpy_counting
 from ._arrow import from_numpy, string_buffers, to_numpy
+from ._kernel_codes import kernels
 from .errors import InputError
 from .tokenize import lowercase as lowercase_column
 from .tokenize import prepare, split_ids
@@ -298,22 +299,24 @@ def _rows_equal_owner(refs: pa.Array, owner: np.ndarray) -> np.ndarray:
         elem_off = np.arange(len(values) + 1, dtype=np.int64) * width
     elif is_token_lists(values.type):  # pre-tokenized references: token counts, then the tokens
         counts = np.diff(list_offsets(values))
-        same = _counting._rows_equal_owner(counts.view(np.uint8), np.arange(len(values) + 1, dtype=np.int64) * 8,
+        same = kernels()._rows_equal_owner(counts.view(np.uint8), np.arange(len(values) + 1, dtype=np.int64) * 8,
                                          list_offsets(refs), owner)
         tokens_of_row = from_numpy(list_offsets(values)[list_offsets(refs)])
         by_row = pa.LargeListArray.from_arrays(tokens_of_row, pc.list_flatten(values))
         return same & _rows_equal_owner(by_row, owner)
     else:
         data, elem_off = string_buffers(values)
-    return _counting._rows_equal_owner(data, elem_off, list_offsets(refs), owner)
+    return kernels()._rows_equal_owner(data, elem_off, list_offsets(refs), owner)
 
 
-def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row_offset: int = 0) -> pa.Array:
+def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row_offset: int = 0,
+                       engine: str = "kernels") -> pa.Array:
     """References per segment, from either one entry per segment or one entry per row.
 
     With one entry per row, the first row of each segment gives the segment's references and
     every other row must repeat them exactly (checked in one parallel pass over the bytes, or
-    over the dictionary indices when the strings are dictionary-encoded). Returns list<string>.
+    over the dictionary indices when the strings are dictionary-encoded; by numpy for
+    ``engine="numpy"``, see :func:`kbest_bleu.stats.stats_from_text`). Returns list<string>.
     """
     n_seg = len(seg_hyp_ptr) - 1
     if len(refs) == n_seg:
@@ -323,9 +326,11 @@ def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row
             f"references: expected one list of references per segment ({n_seg}) or per "
             f"hypothesis row ({n_rows}), found {len(refs)}")
     owner = np.repeat(seg_hyp_ptr[:-1], np.diff(seg_hyp_ptr))
-    same = _rows_equal_owner(refs, owner)
+    rows_equal = _numpy_counting.rows_equal_owner if engine == "numpy" and not is_token_lists(
+        refs.type.value_type) else _rows_equal_owner
+    same = rows_equal(refs, owner)
     if not same.all() and _is_dictionary_text(refs.type.value_type):
-        same = _rows_equal_owner(_decoded(refs), owner)  # a dictionary may repeat a string
+        same = rows_equal(_decoded(refs), owner)  # a dictionary may repeat a string
     if not same.all():
         row = int(np.flatnonzero(~same)[0])
         raise InputError(

@@ -13,8 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _counting
+from . import _numpy_counting
 from ._arrow import string_buffers
+from ._kernel_codes import REF_AVERAGE, REF_CLOSEST, REF_SHORTEST, kernels
 from .config import REF_LENGTH_POLICIES, BleuConfig
 from .encode import (
     Encoded,
@@ -29,13 +30,16 @@ from .encode import (
 from .errors import InputError
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
-__all__ = ["SMALL_JOB_BYTES", "BleuStats", "check_group_pointers", "counting_args", "ngram_stats", "segment_argmax",
-           "segment_stats", "set_threads", "stats_from_encoded", "stats_from_text", "thread_count",
-           "threads_for"]
+__all__ = ["NUMPY_ENGINE_BYTES", "SMALL_JOB_BYTES", "BleuStats", "check_group_pointers", "counting_args",
+           "ngram_stats", "numpy_engine_suits", "segment_argmax", "segment_stats", "set_threads", "stats_from_encoded",
+           "stats_from_text", "thread_count", "threads_for"]
 
 SMALL_JOB_BYTES = 1 << 16  # below this many input bytes a job runs on the calling thread alone
+# below this many bytes of hypothesis and reference text, a whole job is faster on the numpy
+# engine than with numba's fixed cost (benchmarks/RESULTS.md, "Engines")
+NUMPY_ENGINE_BYTES = 4 << 20
 
-_POLICY_CODES = dict(zip(REF_LENGTH_POLICIES, (_counting.REF_CLOSEST, _counting.REF_SHORTEST, _counting.REF_AVERAGE)))
+_POLICY_CODES = dict(zip(REF_LENGTH_POLICIES, (REF_CLOSEST, REF_SHORTEST, REF_AVERAGE)))
 
 
 def set_threads(n: int) -> int:
@@ -210,41 +214,62 @@ def stats_from_encoded(enc: Encoded, *configs: BleuConfig) -> BleuStats:
     counting what ``configs`` need (:func:`counting_args`)."""
     n_orders, policy = counting_args(*configs)
     with threads_for(enc.tok.nbytes + enc.ref_tok.nbytes) as n_threads:
-        m, t, c, r = _counting._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
+        m, t, c, r = kernels()._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
                                           enc.seg_ref_ptr, n_orders, policy, n_threads)
     return BleuStats(m, t, c, r)
 
 
-def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig) -> BleuStats:
+def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig,
+                    engine: str = "kernels") -> BleuStats:
     """Statistics straight from text, without global token ids (:func:`kbest_bleu._counting._text_stats`).
 
     hypotheses : Arrow string array (H); seg_refs : Arrow list<string>, the references of each
     segment (S); seg_hyp_ptr : int64[S+1] row pointers of the segments. References are
     prepared once per segment, not per row (:func:`kbest_bleu.tokenize.prepare`); the kernel splits the tokens.
-    ``configs``: what to count (:func:`counting_args`).
+    ``configs``: what to count (:func:`counting_args`). ``engine``: "kernels" (numba) or
+    "numpy" (:mod:`kbest_bleu._numpy_counting`: the same numbers without loading numba, for
+    small jobs; :func:`numpy_engine_suits`).
     """
     n_orders, policy = counting_args(*configs)
     tokenize, lowercase = configs[0].tokenize, configs[0].lowercase
+    if engine == "numpy":
+        flat = pc.list_flatten(seg_refs)
+        hyp_text, rules = prepare(hypotheses, tokenize, lowercase, engine)
+        ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize,
+                              lowercase, engine)
+        m, t, c, r = _numpy_counting.text_stats(hyp_text, ref_text, rules, np.asarray(seg_hyp_ptr, np.int64),
+                                                list_offsets(seg_refs), n_orders, policy)
+        return BleuStats(m, t, c, r)
     with threads_for(hypotheses.nbytes + seg_refs.nbytes) as n_threads:  # the tokenizer's kernels too
         hyp_text, rules = prepare(hypotheses, tokenize, lowercase)
         flat = pc.list_flatten(seg_refs)
         ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize,
                               lowercase)
         seg_ref_ptr = list_offsets(seg_refs)
-        m, t, c, r = _counting._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
+        m, t, c, r = kernels()._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
                                          np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr, n_orders,
                                          policy, rules, BYTE_CLASS, WIDE_SPACE, n_threads)
     return BleuStats(m, t, c, r)
 
 
-def segment_stats(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig) -> BleuStats:
+def numpy_engine_suits(configs: Sequence[BleuConfig], n_bytes: int) -> bool:
+    """Whether a job of ``n_bytes`` of text scored under ``configs`` is better served by the
+    numpy engine than by the kernels: below :data:`NUMPY_ENGINE_BYTES` the kernels' fixed cost
+    (~0.6 s: numba and its cached code) exceeds the numpy engine's extra time, and no tokenizer
+    needs a kernel (``char``)."""
+    return n_bytes < NUMPY_ENGINE_BYTES and all(c.tokenize != "char" for c in configs)
+
+
+def segment_stats(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig,
+                  engine: str = "kernels") -> BleuStats:
     """Statistics of validated inputs (see :func:`stats_from_text` for the arguments): text takes
-    the fused text kernel, pre-tokenized lists (list<string>) are encoded to ids first."""
+    the fused text kernel (or the numpy engine), pre-tokenized lists (list<string>) are encoded
+    to ids first (always by the kernels)."""
     if is_token_lists(hypotheses.type) or is_token_lists(seg_refs.type.value_type):
         with threads_for(hypotheses.nbytes + seg_refs.nbytes):  # the encoder's kernels too
             enc = encode(hypotheses, seg_refs, seg_hyp_ptr, configs[0].tokenize, configs[0].lowercase)
             return stats_from_encoded(enc, *configs)
-    return stats_from_text(hypotheses, seg_refs, seg_hyp_ptr, *configs)
+    return stats_from_text(hypotheses, seg_refs, seg_hyp_ptr, *configs, engine=engine)
 
 
 def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, config: "BleuConfig | None" = None,

@@ -32,9 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import regex
 
-from . import _counting
 from ._arrow import from_numpy, string_buffers, to_numpy
-from ._counting import (
+from ._kernel_codes import (
     BYTE_DIGIT,
     BYTE_DOT,
     BYTE_HYPHEN,
@@ -44,13 +43,13 @@ from ._counting import (
     RULES_13A,
     RULES_NONE,
     RULES_ZH,
-    _split_intern,
+    kernels,
 )
 from .config import TOKENIZERS
 from .errors import InputError
 
-__all__ = ["PYTHON_TOKENIZERS", "SPM_MODEL_ENV", "TOKENIZERS", "lowercase", "prepare", "split_ids", "spm_model_path",
-           "tokenize"]
+__all__ = ["PYTHON_TOKENIZERS", "SPM_MODEL_ENV", "TOKENIZERS", "lowercase", "prepare", "python_space_class", "split_ids",
+           "spm_model_path", "tokenize"]
 
 # tokenizers run by their own Python packages, string by string, as sacrebleu runs them
 PYTHON_TOKENIZERS = ("ja-mecab", "ko-mecab", "flores101", "flores200", "spm")
@@ -85,6 +84,12 @@ _PY_SPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2
 
 
 @lru_cache(maxsize=None)
+def python_space_class() -> str:
+    """An RE2 character class of Python's whitespace (``str.isspace``)."""
+    return _char_class({ord(c) for c in _PY_SPACE})
+
+
+@lru_cache(maxsize=None)
 def _category_class(prefix: str, negate: bool = False) -> str:
     """Class of code points in Unicode general category ``prefix`` (P, S or N), read from the
     ``regex`` module's tables: sacrebleu's ``intl`` uses them, and their Unicode version is newer
@@ -116,7 +121,7 @@ def _byte_rewrite(strings: pa.Array, kernel: str) -> pa.Array:
     if len(strings) == 0:
         return strings
     data, offsets = string_buffers(strings)
-    out, out_off = getattr(_counting, kernel)(data, offsets)
+    out, out_off = getattr(kernels(), kernel)(data, offsets)
     return pa.LargeStringArray.from_buffers(len(strings), pa.py_buffer(out_off), pa.py_buffer(out))
 
 
@@ -156,19 +161,24 @@ def lowercase(strings: pa.Array) -> pa.Array:
                        lambda _: pa.array([x.lower() for x in strings.filter(risky).to_pylist()]))
 
 
-def _unescape_13a(strings: pa.Array) -> pa.Array:
+def _unescape_13a(strings: pa.Array, engine: str) -> pa.Array:
     """Tokenizer13a's literal replacements, in order, on the rows holding one of the bytes
-    < newline & (every pattern holds one; the replacements leave the other rows unchanged)."""
+    < newline & (every pattern holds one; the replacements leave the other rows unchanged).
+    The rows are found by a kernel, or by RE2 for the numpy engine (6x slower, no numba)."""
     def fix(part: pa.Array) -> pa.Array:
         for old, new in _UNESCAPE_13A:
             part = pc.replace_substring(part, old, new)
         return part
-    return _patch_rows(strings, from_numpy(_counting._rows_with_bytes(*string_buffers(strings), _UNESCAPE_BYTES)), fix)
+    if engine == "numpy":
+        return _patch_rows(strings, pc.match_substring_regex(strings, "[<\n&]"), fix)
+    return _patch_rows(strings, from_numpy(kernels()._rows_with_bytes(*string_buffers(strings), _UNESCAPE_BYTES)), fix)
 
 
-def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False) -> tuple[pa.Array, int]:
+def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False,
+            engine: str = "kernels") -> tuple[pa.Array, int]:
     """sacrebleu's preprocessing and tokenizer up to its last step, the four regex rules of
-    13a/zh: those run while splitting (:func:`kbest_bleu._counting._split`).
+    13a/zh: those run while splitting (:func:`kbest_bleu._counting._split`). ``engine``
+    "numpy" loads no numba kernel (not for ``char``).
 
     Returns the rewritten strings and the ``rules`` argument of the split: RULES_NONE (plain
     ``str.split()``), RULES_ZH (the rules) or RULES_13A (the rules on the string padded with
@@ -182,7 +192,7 @@ def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False)
         return strings, RULES_NONE
     strings = pc.utf8_rtrim(strings, characters=_PY_SPACE)
     if tokenize == "13a":
-        return _unescape_13a(strings), RULES_13A
+        return _unescape_13a(strings, engine), RULES_13A
     if tokenize == "zh":
         strings = pc.utf8_trim(strings, characters=_PY_SPACE)
         return pc.replace_substring_regex(strings, f"({_ZH_CLASS})", r" \1 "), RULES_ZH
@@ -280,7 +290,7 @@ def split_ids(strings: pa.Array, rules: int = RULES_NONE) -> tuple[np.ndarray, n
     if len(strings) == 0:
         return np.zeros(0, np.int32), np.zeros(1, np.int64), pa.array([], pa.string())
     data, offsets = string_buffers(strings)
-    ids, ptr, first, length = _split_intern(data, offsets, rules, BYTE_CLASS, WIDE_SPACE)
+    ids, ptr, first, length = kernels()._split_intern(data, offsets, rules, BYTE_CLASS, WIDE_SPACE)
     vocab_offsets = np.zeros(len(first) + 1, np.int64)
     np.cumsum(length, out=vocab_offsets[1:])
     gather = np.repeat(first - vocab_offsets[:-1], length) + np.arange(vocab_offsets[-1])

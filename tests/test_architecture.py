@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kbest_bleu"
-CORE = {"config", "errors", "_arrow", "tokenize", "encode", "_counting", "_numba_cache", "stats", "smoothing", "bleu"}
+CORE = {"config", "errors", "_arrow", "_kernel_codes", "_numpy_counting", "tokenize", "encode", "_counting", "_numba_cache", "stats", "smoothing", "bleu"}
 # the counting kernels call each other and must share one file (DESIGN.md section 5): exempt from the size bound
 ONE_FILE_BY_NECESSITY = {"_counting.py"}
 
@@ -76,6 +76,15 @@ def test_config_and_package_import_without_numba():
     code = "import sys, kbest_bleu, kbest_bleu.config; print(sorted(m for m in ('numba', 'pyarrow') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_scoring_modules_import_without_numba():
+    """The numpy engine's jobs never load numba: the scoring modules reach the kernels only
+    through kbest_bleu._kernel_codes.kernels()."""
+    code = ("import sys, kbest_bleu.bleu, kbest_bleu.stats, kbest_bleu.batch.parquet, kbest_bleu.batch.stream; "
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
 
 
 def _public_modules():

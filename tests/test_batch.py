@@ -339,8 +339,8 @@ def test_parquet_job_keeps_declared_column_types(tmp_path, hyp_type):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monkeypatch, threads):
-    """--threads 1 keeps the whole job on the calling thread; with 2, batches are read ahead and
-    written behind on background threads. The scores are the same either way (equal to the
+    """--threads 1 keeps the whole job on the calling thread; with 2, a job on the kernels (numba)
+    engine reads batches ahead and writes them behind on background threads. The scores are the same either way (equal to the
     in-memory path), in input order."""
     import threading
 
@@ -371,7 +371,7 @@ def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monke
     before = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        score_parquet(p, tmp_path / "o.parquet", kb.BleuConfig(tokenize="none"), batch_size=170)
+        score_parquet(p, tmp_path / "o.parquet", kb.BleuConfig(tokenize="none"), batch_size=170, engine="kernels")
     finally:
         numba.set_num_threads(before)
     main_thread = {threading.get_ident()}

@@ -20,7 +20,7 @@ from ..config import BleuConfig
 from ..encode import check_segment_keys, check_utf8
 from ..errors import InputError
 from ..metrics.base import Metric
-from ..stats import thread_count
+from ..stats import numpy_engine_suits, thread_count
 from .output import atomic_output, check_output
 from .references import Columns, ReferenceTable, require_columns
 from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
@@ -86,7 +86,7 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
                   smoothings: Sequence = (), metrics: Sequence[Metric] = (), batch_size: int = 65536,
                   batch_bytes: int = BATCH_BYTES, quiet: bool = True, compression: str = "zstd",
-                  on_batch: Optional[Callable[[int], None]] = None) -> Summary:
+                  on_batch: Optional[Callable[[int], None]] = None, engine: Optional[str] = None) -> Summary:
     """Score a parquet K-best file into a new parquet file, streaming batch by batch; the output
     columns are those of :func:`score_batches`.
 
@@ -99,8 +99,13 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     lz4, none). Memory is bounded by bytes: a batch holds at most ``batch_size`` rows and at most
     ``batch_bytes`` bytes of hypothesis text (a segment longer than that is still scored whole);
     a row with more than :data:`MAX_ROW_BYTES` of hypothesis and reference text is refused.
+    ``engine``: "kernels" (numba), "numpy" (no numba: for small jobs, the same numbers), or None
+    to choose from the text bytes the file's metadata declares
+    (:func:`~kbest_bleu.stats.numpy_engine_suits`; never with ``metrics``, which use kernels).
     """
     cfg = config or BleuConfig()
+    if engine not in (None, "kernels", "numpy"):
+        raise InputError(f"engine: expected 'kernels', 'numpy' or None (choose by size), found {engine!r}")
     src = Path(in_path)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"batch size: expected a positive number of rows, found {batch_size!r}")
@@ -113,23 +118,27 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
         check_output(out_path, [src])  # before the job runs, not after
     pf, declared = _open_parquet(src, columns.references if references is None else None)
     check_schema(declared, columns, references is None, str(src), metrics)
+    if engine is None:
+        small = numpy_engine_suits([c for _, c in score_columns(cfg, smoothings)],
+                                   _text_bytes_declared(pf, columns, references is None))
+        engine = "numpy" if small and not metrics else "kernels"
     tally = Tally(cfg)
     t0 = time.perf_counter()
     if out_path is None:
         with open(os.devnull, "wb") as sink:
             _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics,
-                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src)
+                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src, engine)
     else:
         with atomic_output(out_path, [src]) as tmp, open(tmp, "wb") as sink:
             _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics,
-                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src)
+                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src, engine)
     return tally.summary(time.perf_counter() - t0)
 
 
 def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuConfig, columns: Columns,
                   references: Optional[ReferenceTable], stats: bool, smoothings: Sequence, metrics: Sequence[Metric],
                   batch_limits: tuple, quiet: bool, compression: str, on_batch: Optional[Callable[[int], None]],
-                  tally: Tally, src: Path) -> None:
+                  tally: Tally, src: Path, engine: str) -> None:
     """The streaming loop of :func:`score_parquet`: read, score and write each batch.
     ``batch_limits``: (rows, bytes) per batch."""
     progress = Progress(pf.metadata.num_rows, quiet)
@@ -148,12 +157,13 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
         # a batch on one thread, releasing the GIL, and the kernels' segment chunks take the
         # cores left. At most one batch waits at each end; a read or write error surfaces at
         # the next batch or at the end. With one thread (--threads 1), everything runs inline.
-        overlap = thread_count() > 1
+        overlap = engine == "kernels" and thread_count() > 1  # the numpy engine's jobs are small
         with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as background:
             written = None
             for out in score_batches(_ahead(batches, reader) if overlap else batches, cfg, columns=columns,
                                      references=references, stats=stats, smoothings=smoothings, metrics=metrics,
-                                     tally=tally, source=str(src), schema=None if direct else declared):
+                                     tally=tally, source=str(src), schema=None if direct else declared,
+                                     engine=engine):
                 if writer is None:
                     writer = _writer(sink, out.schema, compression, store_schema=not direct)
                 if written is not None:
@@ -170,6 +180,14 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
         progress.close()
         if writer is not None:
             writer.close()
+
+
+def _text_bytes_declared(pf: pq.ParquetFile, columns: Columns, with_references: bool) -> int:
+    """Uncompressed bytes of the hypothesis (and reference) columns, from the file's metadata."""
+    names = {columns.hypothesis} | ({columns.references} if with_references else set())
+    meta = pf.metadata
+    return sum(group.column(j).total_uncompressed_size for group in map(meta.row_group, range(meta.num_row_groups))
+               for j in range(group.num_columns) if group.column(j).path_in_schema.split(".")[0] in names)
 
 
 def _ahead(items: Iterator[Any], pool: ThreadPoolExecutor) -> Iterator[Any]:

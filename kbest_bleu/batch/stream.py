@@ -168,7 +168,7 @@ def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool, smoothings
 
 def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, scored: list, columns: Columns,
                  references: Optional[ReferenceTable], with_stats: bool, schema: pa.Schema, tally: Optional[Tally],
-                 source: str, metrics: Sequence[Metric] = ()) -> pa.RecordBatch:
+                 source: str, metrics: Sequence[Metric] = (), engine: str = "kernels") -> pa.RecordBatch:
     """Score a table of whole segments (``starts``: first row of each) into one output batch;
     ``scored``: the BLEU columns (:func:`score_columns`), the first one's config drives the rest;
     ``metrics``: more metrics, each scoring the same segments (DESIGN.md section 6)."""
@@ -183,7 +183,7 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
         hyps = hypotheses_array(hyps, row0)
         if references is None:
             refs = segment_references(references_array(chunk[columns.references].combine_chunks(), row0),
-                                      seg_ptr, n, row0)
+                                      seg_ptr, n, row0, engine)
         else:
             refs = references.lookup(labels, where)
     except InputError as exc:
@@ -194,7 +194,7 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
         raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
                          "references; expected at least one per segment in a batch job (an empty string '' is a "
                          "valid, empty reference)")
-    stats = segment_stats(hyps, refs, seg_ptr, *(c for _, c in scored))
+    stats = segment_stats(hyps, refs, seg_ptr, *(c for _, c in scored), engine=engine)
     bleu = sentence_scores(stats, cfg)
     if tally is not None:
         score = None
@@ -222,7 +222,8 @@ def _as_type(arr: pa.Array, declared: pa.DataType) -> pa.Array:
 def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig] = None, *,
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
                   smoothings: Sequence = (), tally: Optional[Tally] = None, source: str = "input",
-                  schema: Optional[pa.Schema] = None, metrics: Sequence[Metric] = ()) -> Iterator[pa.RecordBatch]:
+                  schema: Optional[pa.Schema] = None, metrics: Sequence[Metric] = (),
+                  engine: str = "kernels") -> Iterator[pa.RecordBatch]:
     """Score a stream of record batches; yields output batches (input columns + ``bleu``, plus
     ``bleu_s<n>`` for each extra smoothing in ``smoothings`` (:func:`score_columns`) and the
     statistics with ``stats``, and the columns of each of ``metrics``: built
@@ -233,6 +234,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
     :class:`InputError`. Output rows are in input order. Memory: one batch plus one segment.
     ``schema``: the declared input schema, when the batches were read with other column types
     (references as dictionary-encoded strings); the output keeps the declared types.
+    ``engine``: "kernels" (numba) or "numpy", for small jobs (:func:`kbest_bleu.stats.numpy_engine_suits`).
     """
     cfg = config or BleuConfig()
     scored = score_columns(cfg, smoothings)
@@ -266,7 +268,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
             labels = key_labels(keys, done)
             check_contiguous(labels, seen, done + row0, source)
             yield _score_chunk(table.slice(0, last), done, labels, row0, scored, columns, references, stats,
-                               out_schema, tally, source, metrics)
+                               out_schema, tally, source, metrics, engine)
             row0 += last
         pending = table.slice(last)
     if pending is not None and pending.num_rows:
@@ -275,7 +277,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
         labels = key_labels(keys, starts)
         check_contiguous(labels, seen, starts + row0, source)
         yield _score_chunk(pending, starts, labels, row0, scored, columns, references, stats, out_schema, tally,
-                           source, metrics)
+                           source, metrics, engine)
 
 
 def score_table(table: Any, config: Optional[BleuConfig] = None, **kwargs: Any) -> Any:
