@@ -4,7 +4,10 @@ pipeline (``peer_pipeline.py``) and the I/O floor (``io_floor.py``), same parque
     python benchmarks/whole_process.py [--rounds 3] [--json OUT.json]   # ~5-8 minutes on 2 cores
 
 Each job runs as a fresh process (``kbest-bleu score IN -o OUT -q -t TOK``), timed wall-clock from
-spawn to exit, warm numba cache (one untimed warm-up run first). Rounds are interleaved (every
+spawn to exit, warm numba cache (``kbest-bleu warmup`` first, untimed). Jobs under 4 MiB of text
+run on the numpy engine by default; the same command with ``--engine kernels`` is timed beside
+them. ``--threads 1`` runs the whole job on one thread. Last, each of three commands runs once
+with an empty numba cache (a first run after install). Rounds are interleaved (every
 tool of every job once per round, then the next round) and each figure is the median over rounds;
 the 1-minute load average is recorded at the start of every round. The peer on the 2M-row job runs
 in the first round only (~1 minute per run). Single-call latency (median, p99 of 10,000 calls on
@@ -83,6 +86,7 @@ def _wall(cmd: list, env: dict | None = None) -> float:
 def _commands(path: Path, tok: str, out: str) -> dict:
     kb = [KB, "score", str(path), "-o", out, "-q", "-t", tok]
     return {"kbest_bleu": kb, "kbest_bleu --threads 1": kb + ["--threads", "1"],
+            "kbest_bleu --engine kernels": kb + ["--engine", "kernels"],
             "peer": [PY, str(HERE / "peer_pipeline.py"), str(path), out, "--tokenize", tok],
             "I/O floor": [PY, str(HERE / "io_floor.py"), str(path), out]}
 
@@ -100,7 +104,8 @@ def rounds(jobs: list, n_rounds: int, tmp: str) -> tuple:
             n_rows = pq.ParquetFile(path).metadata.num_rows
             tools = [t for t in _commands(path, tok, "") if (t != "peer" or n_rows < 100_000 or r == 0)
                      and not (t == "peer" and n_rows > 1_000_000) and (t != "kbest_bleu --threads 1" or
-                                                                     (n_rows >= 200_000 and tok == "none") or j == 4)]
+                                                                     (n_rows >= 200_000 and tok == "none") or j == 4)
+                     and (t != "kbest_bleu --engine kernels" or n_rows < 100_000)]
             tools = tools[r % len(tools):] + tools[:r % len(tools)]  # rotate the order within a round
             for tool in tools:
                 cmd = _commands(path, tok, f"{tmp}/{j}_{tool.split()[0].replace('/', '')}.parquet")[tool]
@@ -161,18 +166,20 @@ def single_calls(path: Path) -> list:
     return rows
 
 
-def report(jobs, times, loads, checks, singles) -> str:
+def report(jobs, times, loads, checks, singles, firsts) -> str:
     med = {k: statistics.median(v) for k, v in times.items()}
     lines = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; 1-minute load average at the start of each "
              f"round: {', '.join(f'{x:.1f}' for x in loads)} (the machine is shared)", "",
              "| job (whole process, wall s, median) | tok | kbest_bleu (2 threads) | 1 thread | 2 vs 1 thread | "
-             "best peer pipeline | advantage (same round) | I/O floor | kbest_bleu / floor | rounds | max abs diff vs peer | "
-             "peer vs sacrebleu |", "|---" * 12 + "|"]
+             "`--engine kernels` | best peer pipeline | advantage (same round) | I/O floor | kbest_bleu / floor | rounds | "
+             "max abs diff vs peer | peer vs sacrebleu |", "|---" * 13 + "|"]
     for j, (name, _, tok) in enumerate(jobs):
         kb, floor = med[(j, "kbest_bleu")], med[(j, "I/O floor")]
         one = med.get((j, "kbest_bleu --threads 1"))
         threads = f"{one:.2f} | {one / kb:.2f}x" if one else "- | -"
+        kernels = med.get((j, "kbest_bleu --engine kernels"))
+        threads += f" | {kernels:.2f}" if kernels else " | -"
         peer_runs, star = times.get((j, "peer")), ""
         if peer_runs is None:  # the 2M job: the 200k job (index 2) ten times over
             peer_runs, star = [10 * t for t in times[(2, "peer")]], " (200k x 10, extrapolated)"
@@ -185,7 +192,20 @@ def report(jobs, times, loads, checks, singles) -> str:
               "|---|---|---|---|---|---|"]
     for tool, tok, load, _, p50, p99, mx in singles:
         lines.append(f"| {tool} | {tok} | {load:.1f} | {p50:.1f} | {p99:.1f} | {mx:,.0f} |")
+    lines += ["", "| first run after install (empty numba cache) | load | wall s |", "|---|---|---|"]
+    lines += [f"| {label} | {load:.1f} | {wall:.1f} |" for label, load, wall in firsts]
     return "\n".join(lines)
+
+
+def first_runs(jobs: list) -> list:
+    """Wall time of a first run after install: each command with an empty numba cache."""
+    rows = []
+    for label, cmd in (("score, 5,000 rows (numpy engine)", [KB, "score", str(jobs[0][1]), "-q", "-t", "13a"]),
+                       ("score, 200,000 rows (kernels)", [KB, "score", str(jobs[2][1]), "-q", "-t", "none"]),
+                       ("warmup", [KB, "warmup"])):
+        with tempfile.TemporaryDirectory() as cache:
+            rows.append((label, os.getloadavg()[0], _wall(cmd, {**os.environ, "NUMBA_CACHE_DIR": cache})))
+    return rows
 
 
 def main() -> None:
@@ -197,21 +217,22 @@ def main() -> None:
     if a.report:
         raw = json.loads(Path(a.report).read_text())
         times = {(int(k.split("|")[0]), k.split("|")[1]): v for k, v in raw["times"].items()}
-        print(report(_jobs(), times, raw["loads"], raw["checks"], raw["singles"]))
+        print(report(_jobs(), times, raw["loads"], raw["checks"], raw["singles"], raw.get("firsts", [])))
         return
     jobs = _jobs()
     with tempfile.TemporaryDirectory() as tmp:
-        _wall([KB, "score", str(jobs[0][1]), "-q", "-t", "13a"])  # warm-up: the numba cache is filled
+        _wall([KB, "warmup"])  # the numba cache is filled
         times, loads = rounds(jobs, a.rounds, tmp)
         if a.json:  # the raw times first: the checks below take a while
             Path(a.json).write_text(json.dumps({"times": {f"{j}|{t}": v for (j, t), v in times.items()},
                                                 "loads": loads}))
         checks = check_scores(jobs, tmp)
     singles = single_calls(jobs[4][1])
+    firsts = first_runs(jobs)
     if a.json:
         Path(a.json).write_text(json.dumps({"times": {f"{j}|{t}": v for (j, t), v in times.items()}, "loads": loads,
-                                            "checks": checks, "singles": singles}))
-    print(report(jobs, times, loads, checks, singles))
+                                            "checks": checks, "singles": singles, "firsts": firsts}))
+    print(report(jobs, times, loads, checks, singles, firsts))
 
 
 if __name__ == "__main__":
