@@ -49,8 +49,9 @@ def test_a_cache_miss_is_announced_once_on_the_kbest_bleu_logger(monkeypatch, ca
 
 @pytest.mark.exhaustive
 def test_warmup_compiles_ahead_and_then_no_job_compiles(tmp_path):
-    """A fresh numba cache: a job announces its compile; warmup compiles the rest; a second
-    warmup finds everything cached; then the common jobs and calls compile nothing."""
+    """A fresh numba cache: a small job (numpy engine) compiles nothing; a kernels job announces
+    its compile; warmup compiles the rest; a second warmup finds everything cached; then the
+    common jobs and calls compile nothing."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
 
     def run(*args):
@@ -58,7 +59,14 @@ def test_warmup_compiles_ahead_and_then_no_job_compiles(tmp_path):
         assert out.returncode == 0, out.stderr
         return out
 
-    job = run("-m", "kbest_bleu", "score", str(SAMPLE), "-o", str(tmp_path / "a.parquet"))
+    small = run("-c", COUNTING + f"""
+from kbest_bleu.cli import main
+assert main(["score", {str(SAMPLE)!r}, "-o", {str(tmp_path / "a.parquet")!r}]) == 0
+print(compiled)
+""")
+    assert small.stdout.strip().splitlines()[-1] == "[]"  # the numpy engine: nothing to compile
+    assert "compiling the scoring kernels" not in small.stderr
+    job = run("-m", "kbest_bleu", "score", str(SAMPLE), "-o", str(tmp_path / "a.parquet"), "--engine", "kernels")
     assert "compiling the scoring kernels for this machine" in job.stderr
     first = run("-m", "kbest_bleu", "warmup")
     assert int(re.search(r"compiled (\d+) kernel functions", first.stdout).group(1)) > 0
@@ -68,7 +76,7 @@ def test_warmup_compiles_ahead_and_then_no_job_compiles(tmp_path):
 from kbest_bleu.cli import main
 import kbest_bleu as kb
 for tok in ("none", "13a", "char"):
-    assert main(["score", {str(SAMPLE)!r}, "-o", {str(tmp_path / "b.parquet")!r}, "-t", tok]) == 0
+    assert main(["score", {str(SAMPLE)!r}, "-o", {str(tmp_path / "b.parquet")!r}, "-t", tok, "--engine", "kernels"]) == 0
     kb.sentence_bleu("the cat", ["the cat sat"], tokenize=tok)
 kb.score_kbest([["a", "b"], ["a"]], [[["a", "b"]]], [0, 0], tokenize="none")
 print(compiled)
