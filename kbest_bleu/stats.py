@@ -30,14 +30,17 @@ from .encode import (
 from .errors import InputError
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
-__all__ = ["NUMPY_ENGINE_BYTES", "SMALL_JOB_BYTES", "BleuStats", "check_group_pointers", "counting_args",
-           "ngram_stats", "numpy_engine_suits", "segment_argmax", "segment_stats", "set_threads", "stats_from_encoded",
+__all__ = ["COLD_NUMPY_ENGINE_BYTES", "NUMPY_ENGINE_BYTES", "SMALL_JOB_BYTES", "BleuStats", "check_group_pointers",
+           "counting_args", "kernels_compiled", "ngram_stats", "numpy_engine_suits", "segment_argmax", "segment_stats", "set_threads", "stats_from_encoded",
            "stats_from_text", "thread_count", "threads_for"]
 
 SMALL_JOB_BYTES = 1 << 16  # below this many input bytes a job runs on the calling thread alone
 # below this many bytes of hypothesis and reference text, a whole job is faster on the numpy
 # engine than with numba's fixed cost (benchmarks/RESULTS.md, "Engines")
 NUMPY_ENGINE_BYTES = 4 << 20
+# on a first run (no compiled kernel in numba's cache), jobs up to this many bytes of text run on
+# the numpy engine rather than compile for ~15 s first; above it, compiling pays off at once
+COLD_NUMPY_ENGINE_BYTES = 64 << 20
 
 _POLICY_CODES = dict(zip(REF_LENGTH_POLICIES, (REF_CLOSEST, REF_SHORTEST, REF_AVERAGE)))
 
@@ -252,12 +255,26 @@ def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.nd
     return BleuStats(m, t, c, r)
 
 
+def kernels_compiled() -> bool:
+    """Whether the text kernel is compiled: in this process, or in numba's on-disk cache (False on
+    a first run after install, or with a fresh ``NUMBA_CACHE_DIR``). Reads the cache's index only:
+    imports numba, compiles and loads nothing."""
+    text_stats = kernels()._text_stats
+    try:
+        return bool(text_stats.signatures) or bool(text_stats._cache._cache_file._load_index())
+    except Exception:  # numba's private cache API moved: assume compiled (a compile is announced)
+        return True
+
+
 def numpy_engine_suits(configs: Sequence[BleuConfig], n_bytes: int) -> bool:
     """Whether a job of ``n_bytes`` of text scored under ``configs`` is better served by the
     numpy engine than by the kernels: below :data:`NUMPY_ENGINE_BYTES` the kernels' fixed cost
-    (~0.6 s: numba and its cached code) exceeds the numpy engine's extra time, and no tokenizer
-    needs a kernel (``char``)."""
-    return n_bytes < NUMPY_ENGINE_BYTES and all(c.tokenize != "char" for c in configs)
+    (~0.6 s: numba and its cached code) exceeds the numpy engine's extra time; below
+    :data:`COLD_NUMPY_ENGINE_BYTES` when the kernels are not compiled yet (~15 s). Never when a
+    tokenizer needs a kernel (``char``)."""
+    if any(c.tokenize == "char" for c in configs):
+        return False
+    return n_bytes < NUMPY_ENGINE_BYTES or (n_bytes < COLD_NUMPY_ENGINE_BYTES and not kernels_compiled())
 
 
 def segment_stats(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig,

@@ -28,6 +28,21 @@ event.register("numba:compile", Count())
 """
 
 
+# a job above the numpy engine's size limit (lowered to 1 byte), reporting which engine counted
+MID_SIZE = """
+import kbest_bleu.stats as stats
+import kbest_bleu.batch.parquet as parquet
+import kbest_bleu._numpy_counting as numpy_counting
+stats.NUMPY_ENGINE_BYTES = parquet.NUMPY_ENGINE_BYTES = 1
+used = []
+text_stats = numpy_counting.text_stats
+numpy_counting.text_stats = lambda *args: used.append(1) or text_stats(*args)
+from kbest_bleu.cli import main
+assert main(["score", {sample!r}, "-o", {out!r}]) == 0
+print(compiled, "numpy" if used else "kernels")
+"""
+
+
 def test_a_cache_miss_is_announced_once_on_the_kbest_bleu_logger(monkeypatch, caplog):
     from numba.core import caching
 
@@ -49,9 +64,10 @@ def test_a_cache_miss_is_announced_once_on_the_kbest_bleu_logger(monkeypatch, ca
 
 @pytest.mark.exhaustive
 def test_warmup_compiles_ahead_and_then_no_job_compiles(tmp_path):
-    """A fresh numba cache: a small job (numpy engine) compiles nothing; a kernels job announces
-    its compile; warmup compiles the rest; a second warmup finds everything cached; then the
-    common jobs and calls compile nothing."""
+    """A fresh numba cache: a small job (numpy engine) compiles nothing; so does a bigger one,
+    which runs on the numpy engine too and says why; a kernels job announces its compile; warmup
+    compiles the rest; a second warmup finds everything cached; then the common jobs and calls
+    compile nothing, and the bigger job takes the kernels."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
 
     def run(*args):
@@ -66,6 +82,9 @@ print(compiled)
 """)
     assert small.stdout.strip().splitlines()[-1] == "[]"  # the numpy engine: nothing to compile
     assert "compiling the scoring kernels" not in small.stderr
+    mid = run("-c", COUNTING + MID_SIZE.format(sample=str(SAMPLE), out=str(tmp_path / "m.parquet")))
+    assert mid.stdout.strip().splitlines()[-1] == "[] numpy"  # not compiled yet: numpy engine, no compile
+    assert "not compiled yet (a first run): this job runs on the numpy engine" in mid.stderr
     job = run("-m", "kbest_bleu", "score", str(SAMPLE), "-o", str(tmp_path / "a.parquet"), "--engine", "kernels")
     assert "compiling the scoring kernels for this machine" in job.stderr
     first = run("-m", "kbest_bleu", "warmup")
@@ -84,3 +103,5 @@ print(compiled)
     jobs = run("-c", code)
     assert jobs.stdout.strip().splitlines()[-1] == "[]"
     assert "compiling the scoring kernels" not in jobs.stderr
+    mid = run("-c", COUNTING + MID_SIZE.format(sample=str(SAMPLE), out=str(tmp_path / "m.parquet")))
+    assert mid.stdout.strip().splitlines()[-1] == "[] kernels"  # compiled now: the same job takes the kernels

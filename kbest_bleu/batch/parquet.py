@@ -3,6 +3,7 @@ with the output written atomically (:mod:`kbest_bleu.batch.output`)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -20,7 +21,7 @@ from ..config import BleuConfig
 from ..encode import check_segment_keys, check_utf8
 from ..errors import InputError
 from ..metrics.base import Metric
-from ..stats import numpy_engine_suits, thread_count
+from ..stats import NUMPY_ENGINE_BYTES, numpy_engine_suits, thread_count
 from .output import atomic_output, check_output
 from .references import Columns, ReferenceTable, require_columns
 from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
@@ -100,8 +101,9 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     ``batch_bytes`` bytes of hypothesis text (a segment longer than that is still scored whole);
     a row with more than :data:`MAX_ROW_BYTES` of hypothesis and reference text is refused.
     ``engine``: "kernels" (numba), "numpy" (no numba: for small jobs, the same numbers), or None
-    to choose from the text bytes the file's metadata declares
-    (:func:`~kbest_bleu.stats.numpy_engine_suits`; never with ``metrics``, which use kernels).
+    to choose from the text bytes the file's metadata declares and whether the kernels are
+    compiled yet (:func:`~kbest_bleu.stats.numpy_engine_suits`; never with ``metrics``, which use
+    kernels).
     """
     cfg = config or BleuConfig()
     if engine not in (None, "kernels", "numpy"):
@@ -119,9 +121,13 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     pf, declared = _open_parquet(src, columns.references if references is None else None)
     check_schema(declared, columns, references is None, str(src), metrics)
     if engine is None:
-        small = numpy_engine_suits([c for _, c in score_columns(cfg, smoothings)],
-                                   _text_bytes_declared(pf, columns, references is None))
-        engine = "numpy" if small and not metrics else "kernels"
+        n_bytes = _text_bytes_declared(pf, columns, references is None)
+        numpy = not metrics and numpy_engine_suits([c for _, c in score_columns(cfg, smoothings)], n_bytes)
+        engine = "numpy" if numpy else "kernels"
+        if numpy and n_bytes >= NUMPY_ENGINE_BYTES:
+            logging.getLogger("kbest_bleu").info(
+                "the scoring kernels are not compiled yet (a first run): this job runs on the numpy engine "
+                "instead of compiling for ~15 s; 'kbest-bleu warmup' compiles them once, for faster big jobs")
     tally = Tally(cfg)
     t0 = time.perf_counter()
     if out_path is None:
