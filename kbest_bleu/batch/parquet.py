@@ -163,7 +163,7 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
         # a batch on one thread, releasing the GIL, and the kernels' segment chunks take the
         # cores left. At most one batch waits at each end; a read or write error surfaces at
         # the next batch or at the end. With one thread (--threads 1), everything runs inline.
-        overlap = engine == "kernels" and thread_count() > 1  # the numpy engine's jobs are small
+        overlap = engine == "kernels" and thread_count() > 1  # numpy engine jobs run inline: small, or a first run
         with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as background:
             written = None
             for out in score_batches(_ahead(batches, reader) if overlap else batches, cfg, columns=columns,
