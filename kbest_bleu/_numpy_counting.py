@@ -26,8 +26,11 @@ from .tokenize import python_space_class
 
 __all__ = ["rows_equal_owner", "split_tokens", "text_stats"]
 
-# sacrebleu TokenizerRegexp's rules, in order (Tokenizer13a runs them on " " + line + " ")
-_RULES = [(r"([\{-\~\[-\` -\&\(-\+\:-\@\/])", r" \1 "), (r"([^0-9])([\.,])", r"\1 \2 "),
+# sacrebleu TokenizerRegexp's rules, in order (Tokenizer13a runs them on " " + line + " "). Rule 1's
+# class [{-~[-` -&(-+:-@/] starts its third range at the space; here at "!": spaces padded with
+# spaces cut no other token, and the neighbours the later rules test stay what they were (a space
+# stays a space), as in kbest_bleu._counting._split. 6x faster: every space was a match.
+_RULES = [(r"([\{-\~\[-\`!-\&\(-\+\:-\@\/])", r" \1 "), (r"([^0-9])([\.,])", r"\1 \2 "),
           (r"([\.,])([^0-9])", r" \1 \2"), (r"([0-9])(-)", r"\1 \2 ")]
 
 
