@@ -47,7 +47,6 @@ _EMPTY = -1
 _LOW62 = (1 << 62) - 1
 
 
-
 @njit(cache=True, inline="always")
 def _at(a, i):
     """a[i] for an index known to be >= 0. An unsigned index skips numba's negative-index

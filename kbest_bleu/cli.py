@@ -448,8 +448,8 @@ def _score_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON (scores 0-100)")
     p.add_argument("-w", "--width", type=int, default=2, help="decimals of the JSON scores")
     p.add_argument("--engine", choices=["local", "kernels", "numpy", "spark"], default="local",
-                   help="local: this machine, the numpy engine below 4 MiB of text (no numba start-up, no "
-                   "compiling), numba's kernels above; kernels/numpy: force one (the same numbers); spark: read "
+                   help="local: this machine, the numpy engine below 4 MiB of text (below 64 MiB until the "
+                   "kernels are compiled: no numba start-up, no compiling), numba's kernels above; kernels/numpy: force one (the same numbers); spark: read "
                    "and write parquet datasets with Apache Spark (pip install 'kbest-bleu[spark]')")
     p.add_argument("--master", default="local[*]", help="Spark master URL (with --engine spark)")
     p.add_argument("--metric", default="bleu", metavar="LIST",
@@ -515,8 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .research.cli import add_commands as add_metaeval
     add_metaeval(sub)  # metaeval and its recipes
 
-    p = sub.add_parser("warmup", help="compile the scoring kernels ahead of the first job (~15 s once per machine; "
-                                      "e.g. in a container build)")
+    p = sub.add_parser("warmup", help="compile the scoring kernels ahead of the first big job (~30 s once per "
+                                      "machine; e.g. in a container build)")
     p.set_defaults(func=_cmd_warmup)
 
     p = sub.add_parser("paired", help="paired significance test of systems against a baseline (text files)")

@@ -234,25 +234,25 @@ def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.nd
     small jobs; :func:`numpy_engine_suits`).
     """
     n_orders, policy = counting_args(*configs)
-    tokenize, lowercase = configs[0].tokenize, configs[0].lowercase
+    seg_hyp_ptr, seg_ref_ptr = np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), list_offsets(seg_refs)
     if engine == "numpy":
-        flat = pc.list_flatten(seg_refs)
-        hyp_text, rules = prepare(hypotheses, tokenize, lowercase, engine)
-        ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize,
-                              lowercase, engine)
-        m, t, c, r = _numpy_counting.text_stats(hyp_text, ref_text, rules, np.asarray(seg_hyp_ptr, np.int64),
-                                                list_offsets(seg_refs), n_orders, policy)
-        return BleuStats(m, t, c, r)
+        hyp_text, ref_text, rules = _prepared_text(hypotheses, seg_refs, configs[0], engine)
+        return BleuStats(*_numpy_counting.text_stats(hyp_text, ref_text, rules, seg_hyp_ptr, seg_ref_ptr, n_orders,
+                                                     policy))
     with threads_for(hypotheses.nbytes + seg_refs.nbytes) as n_threads:  # the tokenizer's kernels too
-        hyp_text, rules = prepare(hypotheses, tokenize, lowercase)
-        flat = pc.list_flatten(seg_refs)
-        ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), tokenize,
-                              lowercase)
-        seg_ref_ptr = list_offsets(seg_refs)
-        m, t, c, r = kernels()._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text),
-                                         np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), seg_ref_ptr, n_orders,
-                                         policy, rules, BYTE_CLASS, WIDE_SPACE, n_threads)
+        hyp_text, ref_text, rules = _prepared_text(hypotheses, seg_refs, configs[0], engine)
+        m, t, c, r = kernels()._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text), seg_hyp_ptr,
+                                         seg_ref_ptr, n_orders, policy, rules, BYTE_CLASS, WIDE_SPACE, n_threads)
     return BleuStats(m, t, c, r)
+
+
+def _prepared_text(hypotheses: pa.Array, seg_refs: pa.Array, config: BleuConfig, engine: str) -> tuple:
+    """(hypotheses, flattened references, split rules) after :func:`kbest_bleu.tokenize.prepare`."""
+    hyp_text, rules = prepare(hypotheses, config.tokenize, config.lowercase, engine)
+    flat = pc.list_flatten(seg_refs)
+    ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), config.tokenize,
+                          config.lowercase, engine)
+    return hyp_text, ref_text, rules
 
 
 def kernels_compiled() -> bool:

@@ -97,13 +97,15 @@ def test_real_parquet_job_is_identical_on_both_engines(shared_data, tmp_path, to
 
 def test_small_jobs_choose_the_numpy_engine_and_load_no_numba(tmp_path):
     """The bundled sample is far below NUMPY_ENGINE_BYTES: the CLI job never imports numba (no
-    start-up cost, nothing to compile on a first run); a tiny threshold sends it to the kernels."""
+    start-up cost, nothing to compile on a first run); tiny thresholds send it to the kernels,
+    which then hold a compiled text kernel."""
     def job(threshold):
         code = ("import sys, kbest_bleu.stats as s\n"
-                f"s.NUMPY_ENGINE_BYTES = {threshold}\n"
+                f"s.NUMPY_ENGINE_BYTES = s.COLD_NUMPY_ENGINE_BYTES = {threshold}\n"
                 "from kbest_bleu.cli import main\n"
                 f"assert main(['score', {str(SAMPLE)!r}, '-o', {str(tmp_path / 'o.parquet')!r}, '-q']) == 0\n"
-                "print('numba' in sys.modules)")
+                "counting = sys.modules.get('kbest_bleu._counting')\n"
+                "print('numba' in sys.modules and bool(counting._text_stats.signatures))")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         return out.stdout.split()[-1], pq.read_table(tmp_path / "o.parquet")

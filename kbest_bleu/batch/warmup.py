@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 from numba.core import event
 
+from .._kernel_codes import kernels
 from ..bleu import score_kbest, sentence_bleu
 from ..config import BleuConfig
 from .stream import score_table
@@ -51,8 +52,6 @@ def warm_up() -> tuple[int, float, str]:
     Returns (number of kbest_bleu functions compiled, seconds, numba's cache directory); the
     count is 0 when the cache held every kernel already.
     """
-    from .. import _counting
-
     refs = [["a b c &amp; d"], ["a b c &amp; d"], ["x 1-2 y"]]
     table = pa.table({"segment_id": [0, 0, 1], "hypothesis": ["a b & c", "a b. c", "x 1-2"], "references": refs})
     listener = _Compiles()
@@ -63,4 +62,4 @@ def warm_up() -> tuple[int, float, str]:
             sentence_bleu("a b & c", ["a b c &amp; d"], tokenize=tok)
         score_kbest([h.split() for h in table["hypothesis"].to_pylist()], [[r.split() for r in rs] for rs in refs],
                     [0, 0, 1], tokenize="none")
-    return listener.count, time.perf_counter() - t0, str(_counting._text_stats._cache._cache_path)
+    return listener.count, time.perf_counter() - t0, str(kernels()._text_stats._cache._cache_path)
