@@ -1,7 +1,5 @@
 """``python -m kbest_bleu``: the ``kbest-bleu`` command."""
 
-import sys
+from .program import command
 
-from .cli import main
-
-sys.exit(main())
+command()

@@ -8,10 +8,12 @@ kernels through :func:`kernels`, so that a job run by the numpy engine
 
 from __future__ import annotations
 
+import sys
 from types import ModuleType
 
 __all__ = ["BYTE_DIGIT", "BYTE_DOT", "BYTE_HYPHEN", "BYTE_MAY_SPACE", "BYTE_ORDINARY", "BYTE_PUNCT", "BYTE_SPACE",
-           "REF_AVERAGE", "REF_CLOSEST", "REF_SHORTEST", "RULES_13A", "RULES_NONE", "RULES_ZH", "kernels"]
+           "REF_AVERAGE", "REF_CLOSEST", "REF_SHORTEST", "RULES_13A", "RULES_NONE", "RULES_ZH", "kernels",
+           "skip_blas_probe"]
 
 # effective reference length policies (README, "Presets")
 REF_CLOSEST = 0
@@ -34,8 +36,30 @@ RULES_ZH = 1  # sacrebleu TokenizerRegexp's four rules, then str.split()
 RULES_13A = 2  # the same on the line padded with a space on each side (Tokenizer13a)
 
 
+_BLAS = "scipy.linalg.cython_blas"
+_blas_probe = [True]
+
+
+def skip_blas_probe() -> None:
+    """Let numba skip its BLAS probe in this process: for a process that runs no jitted linear
+    algebra of its own (the ``kbest-bleu`` command; no kernel of the package calls ``np.dot``).
+
+    When numba's numpy registry loads (the first kernel call), it imports ``scipy.linalg`` to see
+    whether ``np.dot`` may use BLAS: 0.3 s per process where scipy is installed, a fifth of a
+    200,000-row job. Skipped, numba's jitted ``np.dot`` of vectors uses its own loop; anything
+    that needs BLAS later imports it then. A library caller keeps numba's default.
+    """
+    _blas_probe[0] = False
+
+
 def kernels() -> ModuleType:
     """:mod:`kbest_bleu._counting` (imports numba on the first call)."""
+    if not _blas_probe[0] and "numba.np.arraymath" not in sys.modules and _BLAS not in sys.modules:
+        sys.modules[_BLAS] = None  # the probe's import fails: numba records "no BLAS"
+        try:
+            import numba.np.arraymath  # noqa: F401 (the module that probes, at its import)
+        finally:
+            del sys.modules[_BLAS]
     from . import _counting
 
     return _counting
