@@ -9,11 +9,13 @@ kernels through :func:`kernels`, so that a job run by the numpy engine
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from types import ModuleType
+from typing import Iterator
 
 __all__ = ["BYTE_DIGIT", "BYTE_DOT", "BYTE_HYPHEN", "BYTE_MAY_SPACE", "BYTE_ORDINARY", "BYTE_PUNCT", "BYTE_SPACE",
-           "REF_AVERAGE", "REF_CLOSEST", "REF_SHORTEST", "RULES_13A", "RULES_NONE", "RULES_ZH", "kernels",
-           "skip_blas_probe"]
+           "REF_AVERAGE", "REF_CLOSEST", "REF_SHORTEST", "RULES_13A", "RULES_NONE", "RULES_ZH", "before_compile",
+           "blas_probe_skipped", "kernels", "skip_blas_probe"]
 
 # effective reference length policies (README, "Presets")
 REF_CLOSEST = 0
@@ -44,22 +46,40 @@ def skip_blas_probe() -> None:
     """Let numba skip its BLAS probe in this process: for a process that runs no jitted linear
     algebra of its own (the ``kbest-bleu`` command; no kernel of the package calls ``np.dot``).
 
-    When numba's numpy registry loads (the first kernel call), it imports ``scipy.linalg`` to see
-    whether ``np.dot`` may use BLAS: 0.3 s per process where scipy is installed, a fifth of a
-    200,000-row job. Skipped, numba's jitted ``np.dot`` of vectors uses its own loop; anything
-    that needs BLAS later imports it then. A library caller keeps numba's default.
+    numba's numpy registry, when imported, imports ``scipy.linalg`` to see whether ``np.dot`` may
+    use BLAS: 0.3 s per process where scipy is installed. It is imported before a compile, and
+    while a cached kernel loads if the kernel's environment lives in it; both happen under
+    :func:`blas_probe_skipped` (:mod:`kbest_bleu._numba_cache`), so the probe finds no BLAS:
+    numba's jitted ``np.dot`` of vectors uses its own loop; anything that needs BLAS later
+    imports it then. A library caller keeps numba's default.
     """
     _blas_probe[0] = False
 
 
+@contextmanager
+def blas_probe_skipped() -> Iterator[None]:
+    """While numba may import its numpy registry (loading a kernel whose environment lives in it,
+    or compiling one): with the probe skipped (:func:`skip_blas_probe`), scipy's BLAS cannot be
+    imported, so the probe finds none; otherwise nothing changes."""
+    if _blas_probe[0] or "numba.np.arraymath" in sys.modules or _BLAS in sys.modules:
+        yield
+        return
+    sys.modules[_BLAS] = None  # the probe's import fails: numba records "no BLAS"
+    try:
+        yield
+    finally:
+        del sys.modules[_BLAS]
+
+
+def before_compile() -> None:
+    """Called when numba is about to compile one of the package's kernels (a cache miss): the
+    module that probes is imported under :func:`blas_probe_skipped`."""
+    with blas_probe_skipped():
+        import numba.np.arraymath  # noqa: F401 (the module that probes, at its import)
+
+
 def kernels() -> ModuleType:
     """:mod:`kbest_bleu._counting` (imports numba on the first call)."""
-    if not _blas_probe[0] and "numba.np.arraymath" not in sys.modules and _BLAS not in sys.modules:
-        sys.modules[_BLAS] = None  # the probe's import fails: numba records "no BLAS"
-        try:
-            import numba.np.arraymath  # noqa: F401 (the module that probes, at its import)
-        finally:
-            del sys.modules[_BLAS]
     from . import _counting
 
     return _counting

@@ -16,7 +16,11 @@ Loading the package's own kernels skips numba's refresh of the target context: t
 imports and installs numba's compiler registries (~40 modules, ~0.2 s per process), which
 compiling needs and loading machine code does not. What loading does need, numba's runtime (NRT:
 the kernels allocate arrays), is initialised here. A compile still refreshes (numba's compiler
-does it first), and other packages' cached functions load as numba loads them.
+does it first), and other packages' cached functions load as numba loads them. The limit: a
+registry module that adds LLVM symbols when imported (``numba.cpython.hashing``: hashing of
+strings, as typed dicts with string keys do) is not loaded, so a kernel that needs such a symbol
+must import that module first (none does; the warmup test loads every common kernel in fresh
+processes).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from typing import Any
 
 from numba.core import caching
 from numba.core.runtime import nrt
+
+from ._kernel_codes import before_compile, blas_probe_skipped
 
 _original_load = caching.Cache.load_overload
 _original_save = caching.Cache.save_overload
@@ -59,7 +65,7 @@ def _load(cache: Any, sig: Any, target_context: Any) -> Any:
     if not (own and hasattr(cache, "_load_overload") and hasattr(cache, "_guard_against_spurious_io_errors")):
         return _original_load(cache, sig, target_context)
     nrt.rtsys.initialize(target_context)  # once per process; later calls return at once
-    with cache._guard_against_spurious_io_errors():
+    with blas_probe_skipped(), cache._guard_against_spurious_io_errors():
         return cache._load_overload(sig, target_context)
     return None  # the guard swallowed a spurious I/O error: compile, as numba does
 
@@ -69,9 +75,11 @@ def _load_overload(self: Any, sig: Any, target_context: Any) -> Any:
         loaded = _load(self, sig, target_context)
     except Exception as exc:  # any unreadable cache entry: compile instead
         _warn(self, exc)
+        before_compile()
         return None
     if loaded is None:  # not in the cache: numba compiles it now
         _announce(self)
+        before_compile()
     return loaded
 
 

@@ -19,7 +19,8 @@ def _command_process() -> None:
     """Settings for a process that runs one command and exits (README, "Threads"): numba's
     workqueue threading layer unless NUMBA_THREADING_LAYER says otherwise (the command launches
     parallel kernels from its main thread only, and OpenMP's layer cost 20% more CPU on 2 cores
-    with the read-ahead and write-behind threads), and no BLAS probe (:func:`skip_blas_probe`)."""
+    with the read-ahead and write-behind threads; Spark's Python workers inherit the setting and
+    launch from one thread each too), and no BLAS probe (:func:`skip_blas_probe`)."""
     if "numba" not in sys.modules:  # numba reads its threading layer when it is imported
         os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
     skip_blas_probe()
@@ -33,8 +34,9 @@ def command() -> None:
     By then every output is written, renamed and closed, and every thread pool joined; the
     teardown that is skipped (freeing numba's and LLVM's objects, Arrow's pools, module by module)
     took 0.3-0.5 s after a 363,000-row job, a fifth of its wall time. Logging and the standard
-    streams are flushed first. A Spark job exits the usual way (its session is stopped already,
-    but pyspark may keep exit handlers).
+    streams are flushed first: a reader that has gone is ignored, any other error writing them is
+    reported and fails the command (status 1), as Python's own exit would. A Spark job exits the
+    usual way (its session is stopped already, but pyspark may keep exit handlers).
     """
     _command_process()
     code = main()
@@ -42,8 +44,14 @@ def command() -> None:
         sys.exit(code)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with the stream closed
+            continue
         try:
             stream.flush()
-        except (OSError, ValueError):  # a reader that has gone (closed pipe): nothing left to tell it
+        except BrokenPipeError:  # the reader has gone (e.g. `| head`): nothing left to tell it
             pass
+        except (OSError, ValueError) as exc:  # a full disk behind a redirected stdout: say so, fail
+            if stream is sys.stdout and sys.stderr is not None:
+                print(f"kbest-bleu: error: writing the output: {exc}", file=sys.stderr, flush=True)
+            code = code or 1
     os._exit(code)

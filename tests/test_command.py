@@ -50,43 +50,59 @@ def test_the_program_keeps_its_exit_status_and_message(tmp_path):
 
 
 def _settings(code: str, env: dict | None = None) -> list:
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, **(env or {})})
+    """The words a fresh Python process prints running ``code``; NUMBA_THREADING_LAYER unset
+    unless ``env`` sets it."""
+    base = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**base, **(env or {})})
     assert run.returncode == 0, run.stderr
     return run.stdout.split()
 
 
-SCORE = f"main(['score', {str(SAMPLE)!r}, '-t', 'none', '-q', '--engine', 'kernels'])\n"
-REPORT = ("import numba, numba.np.arraymath as am\n"
-          "print(numba.threading_layer(), am._HAVE_BLAS, 'scipy.linalg' in sys.modules, "
-          "'scipy.linalg.cython_blas' in sys.modules)\n")
+SCORE = ("import os, sys\nfrom kbest_bleu.cli import main\n"
+         f"main(['score', {str(SAMPLE)!r}, '-t', 'none', '-q', '--engine', 'kernels'])\n")
+# a compile (one small kernel, with an empty numba cache), then what numba's probe found
+COMPILE = ("from kbest_bleu._kernel_codes import kernels\nkernels()._table_capacity(5)\n"
+           "import numba.np.arraymath as am\nprint(am._HAVE_BLAS, 'scipy.linalg' in sys.modules)\n")
+PROCESS = "from kbest_bleu.program import _command_process\n_command_process()\n"
 
 
-def test_the_program_runs_workqueue_without_the_blas_probe():
-    """The settings of the program's process: numba's workqueue threading layer, and numba's
-    BLAS probe skipped, so scipy.linalg (0.3 s) is not imported; nothing of the probe's trick
-    stays in sys.modules."""
+def test_the_program_runs_workqueue_and_loads_no_scipy():
+    """The program's process on cached kernels: numba's workqueue threading layer, and no
+    scipy.linalg (0.3 s) imported, though loading a kernel may import numba's numpy registry (a
+    kernel's environment can live there); nothing of the BLAS trick stays in sys.modules."""
     pytest.importorskip("scipy")
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
-    run = subprocess.run([sys.executable, "-c", "import sys\nfrom kbest_bleu.program import _command_process\nfrom kbest_bleu.cli import main\n"
-                          "_command_process()\n" + SCORE + REPORT], capture_output=True, text=True, env=env)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.split()[-4:] == ["workqueue", "False", "False", "False"]
+    words = _settings("import sys\n" + PROCESS + SCORE.split("\n", 1)[1] + "import numba\n"
+                      "print(numba.threading_layer(), 'scipy.linalg' in sys.modules, "
+                      "'scipy.linalg.cython_blas' in sys.modules)\n")
+    assert words[-3:] == ["workqueue", "False", "False"]
 
 
-def test_a_library_caller_keeps_numbas_defaults():
-    """main() called from Python changes nothing of numba: BLAS probed (scipy present), no
-    threading layer chosen for it."""
+def test_the_program_compiles_without_the_blas_probe(tmp_path):
+    """A compile in the program's process (a cache miss) loads numba's numpy registry with the
+    BLAS probe failing: no scipy.linalg; a library caller's compile probes as numba does."""
     pytest.importorskip("scipy")
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
-    run = subprocess.run([sys.executable, "-c", "import os, sys\nfrom kbest_bleu.cli import main\n" + SCORE + REPORT
-                          + "print(os.environ.get('NUMBA_THREADING_LAYER', '-'))"], capture_output=True, text=True,
-                         env=env)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.split()[-4:] == ["True", "True", "True", "-"]  # probed: scipy.linalg imported
+    cold = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    assert _settings("import sys\n" + PROCESS + COMPILE, cold)[-2:] == ["False", "False"]
+    assert _settings("import sys\n" + COMPILE, {"NUMBA_CACHE_DIR": str(tmp_path / "cache2")})[-2:] == ["True", "True"]
+
+
+def test_a_library_caller_keeps_numbas_threading_layer():
+    """main() called from Python sets no threading layer for numba."""
+    assert _settings(SCORE + "print(os.environ.get('NUMBA_THREADING_LAYER', '-'))")[-1] == "-"
 
 
 def test_the_users_threading_layer_wins():
-    code = "import os\nfrom kbest_bleu.program import _command_process\n_command_process()\n" \
-           "print(os.environ['NUMBA_THREADING_LAYER'])"
+    code = "import os\n" + PROCESS + "print(os.environ['NUMBA_THREADING_LAYER'])"
     assert _settings(code, {"NUMBA_THREADING_LAYER": "omp"}) == ["omp"]
+
+
+def test_an_output_error_at_exit_fails_the_program():
+    """stdout on a full device: the flush at exit fails, the program says so and exits 1 (as
+    Python's own exit would say it), instead of exiting 0 with the output lost."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(PROGRAM + ["score", str(SAMPLE), "-t", "none", "-q", "--json"], stdout=full,
+                             stderr=subprocess.PIPE, text=True)
+    assert out.returncode == 1  # reported by main's handler or, if still buffered, by the flush at exit
+    assert "No space left" in out.stderr
