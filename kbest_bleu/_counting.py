@@ -367,10 +367,11 @@ def _segment_stats(tok, hyp_ptr, ref_tok, ref_ptr, h0, h1, r0, r1, n_orders, pol
 
 @njit(cache=True)
 def _thread_chunks(work_ptr, n_threads):
-    """Segment bounds int64[C+1] cutting the segments into one run per thread of about equal work
-    (prange hands each thread one contiguous block of iterations). ``work_ptr`` int64[S+1]: the
-    work done before each segment, cumulative (token counts: K-best lists differ in length, so
-    equal row counts leave one thread waiting)."""
+    """Segment bounds int64[C+1] cutting the segments into ``n_threads`` runs (at most one per
+    segment) of about equal work: one run per thread for prange, which hands each thread one
+    contiguous block of iterations, or several per thread for a pool that hands them out as
+    threads come free. ``work_ptr`` int64[S+1]: the work done before each segment, cumulative
+    (token counts: K-best lists differ in length, so equal row counts leave one thread waiting)."""
     n_seg = work_ptr.shape[0] - 1
     n_chunks = max(1, min(n_seg, n_threads))
     total = work_ptr[-1] - work_ptr[0]
@@ -715,33 +716,28 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
             _count_matches(trie, hid, c, n_orders, matches, h, r1 - r0 + 1 + h - h0)
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _text_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, n_orders, policy, rules,
-                byte_class, wide_space, n_threads):
-    """:func:`_ngram_stats` from text, in parallel over segments (no global token ids).
+@njit(cache=True, nogil=True)
+def _text_run_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, s0, s1, n_orders, policy,
+                    rules, byte_class, wide_space, matches, totals, hyp_len, ref_len):
+    """:func:`_ngram_stats` from text (no global token ids) for segments s0..s1-1, into the rows
+    of ``matches``, ``totals``, ``hyp_len``, ``ref_len`` (:func:`_new_stats`) those segments own.
+    Releases the GIL: :func:`kbest_bleu.stats.text_kernel_stats` runs disjoint runs of segments
+    on several threads at once.
 
     Parameters
     ----------
     hyp_data : uint8[B], hyp_off : int64[H+1]   hypothesis h is hyp_data[hyp_off[h]:hyp_off[h+1]]
     ref_data : uint8[Br], ref_off : int64[R+1]  reference r is ref_data[ref_off[r]:ref_off[r+1]]
     seg_hyp_ptr, seg_ref_ptr : int64[S+1]       rows and references of each segment
+    s0, s1 : int                                the run of segments to count
     n_orders, policy                            as :func:`_ngram_stats`
     rules : int                                 RULES_NONE, RULES_ZH or RULES_13A (:func:`_split`)
     byte_class, wide_space                      see :func:`_split`
-    n_threads : int                             segments are cut into one run per thread, of about
-                                                equal byte counts
-
-    Returns matches, totals int32[H, n_orders], hyp_len, ref_len int32[H].
     """
-    n_hyp = hyp_off.shape[0] - 1
-    matches, totals, hyp_len, ref_len = _new_stats(n_hyp, n_orders)
-    cut = _thread_chunks(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_threads)
-    for c in prange(cut.shape[0] - 1):
-        for s in range(cut[c], cut[c + 1]):
-            _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
-                                seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy, rules, byte_class,
-                                wide_space, matches, totals, hyp_len, ref_len)
-    return matches, totals, hyp_len, ref_len
+    for s in range(s0, s1):
+        _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr[s], seg_hyp_ptr[s + 1],
+                            seg_ref_ptr[s], seg_ref_ptr[s + 1], n_orders, policy, rules, byte_class, wide_space,
+                            matches, totals, hyp_len, ref_len)
 
 
 @njit(cache=True, parallel=True, nogil=True)

@@ -8,7 +8,7 @@ on such an error the kernel is compiled in memory instead (the same machine code
 numbers) and one warning line names the directory and ``NUMBA_CACHE_DIR``.
 
 A kernel missing from the cache (a first run after install, a new numba or CPU) is compiled:
-~15 s for a parquet job's kernels on 2 cores. One INFO line on the ``kbest_bleu`` logger (the
+~12 s for a parquet job's kernels on 2 cores. One INFO line on the ``kbest_bleu`` logger (the
 CLI shows it unless ``-q``) says so the first time, and names ``kbest-bleu warmup``, which
 compiles them ahead (README, "First run").
 
@@ -55,7 +55,7 @@ def _announce(cache: Any) -> None:
         return
     _announced.append(True)
     logging.getLogger("kbest_bleu").info(
-        "compiling the scoring kernels for this machine, once (~15 s for a parquet job on 2 cores); later runs "
+        "compiling the scoring kernels for this machine, once (~12 s for a parquet job on 2 cores); later runs "
         "load them from %s; 'kbest-bleu warmup' compiles them ahead", getattr(cache, "_cache_path", "numba's cache"))
 
 

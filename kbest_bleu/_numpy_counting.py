@@ -1,8 +1,8 @@
 """Clipped n-gram statistics without numba, for small jobs: Arrow's hashing and RE2, and numpy.
 
 A process's first numba kernel costs ~0.6 s (importing numba, its compiler's registries, the
-cached machine code), and a first run after install compiles for ~15 s; this engine scores
-20,000 rows in ~0.2 s (``none``) to ~0.4 s (``13a``), 10-20 us per row against the kernels' ~3. The statistics equal :func:`kbest_bleu._counting._text_stats`'s integer
+cached machine code), and a first run after install compiles for ~12 s; this engine scores
+20,000 rows in ~0.2 s (``none``) to ~0.4 s (``13a``), 10-20 us per row against the kernels' ~3. The statistics equal :func:`kbest_bleu.stats.text_kernel_stats`'s integer
 for integer (tests/test_numpy_counting.py checks both against a slow reference and sacrebleu):
 
 - tokens: sacrebleu's four 13a/zh regex rules run as RE2 rewrites (on the line padded with a
@@ -112,7 +112,7 @@ def _clipped_per_row(row: np.ndarray, grams: np.ndarray, most: np.ndarray, n_hyp
 
 def text_stats(hyp_text: pa.Array, ref_text: pa.Array, rules: int, seg_hyp_ptr: np.ndarray,
                seg_ref_ptr: np.ndarray, n_orders: int, policy: int) -> tuple:
-    """:func:`kbest_bleu._counting._text_stats` of prepared text (:func:`kbest_bleu.tokenize.prepare`).
+    """:func:`kbest_bleu.stats.text_kernel_stats` of prepared text (:func:`kbest_bleu.tokenize.prepare`).
 
     hyp_text : Arrow strings (H); ref_text : Arrow strings (R), the references of segment s are
     ref_text[seg_ref_ptr[s]:seg_ref_ptr[s+1]]; seg_hyp_ptr : int64[S+1] rows of each segment.

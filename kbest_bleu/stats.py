@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
@@ -32,15 +33,18 @@ from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
 __all__ = ["COLD_NUMPY_ENGINE_BYTES", "NUMPY_ENGINE_BYTES", "SMALL_JOB_BYTES", "BleuStats", "check_group_pointers",
            "counting_args", "kernels_compiled", "ngram_stats", "numpy_engine_suits", "segment_argmax", "segment_stats", "set_threads", "stats_from_encoded",
-           "stats_from_text", "thread_count", "threads_for"]
+           "stats_from_text", "text_kernel_stats", "thread_count", "threads_for"]
 
 SMALL_JOB_BYTES = 1 << 16  # below this many input bytes a job runs on the calling thread alone
 # below this many bytes of hypothesis and reference text, a whole job is faster on the numpy
 # engine than with numba's fixed cost (benchmarks/RESULTS.md, "Engines")
 NUMPY_ENGINE_BYTES = 4 << 20
 # on a first run (no compiled kernel in numba's cache), jobs up to this many bytes of text run on
-# the numpy engine rather than compile for ~15 s first; above it, compiling pays off at once
+# the numpy engine rather than compile for ~12 s first; above it, compiling pays off at once
 COLD_NUMPY_ENGINE_BYTES = 64 << 20
+# runs of segments per thread for the text kernel, handed out as threads come free (one run per
+# thread would leave a core idle while its thread waits behind the job's reader or writer)
+RUNS_PER_THREAD = 4
 
 _POLICY_CODES = dict(zip(REF_LENGTH_POLICIES, (REF_CLOSEST, REF_SHORTEST, REF_AVERAGE)))
 
@@ -224,7 +228,7 @@ def stats_from_encoded(enc: Encoded, *configs: BleuConfig) -> BleuStats:
 
 def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig,
                     engine: str = "kernels") -> BleuStats:
-    """Statistics straight from text, without global token ids (:func:`kbest_bleu._counting._text_stats`).
+    """Statistics straight from text, without global token ids (:func:`text_kernel_stats`).
 
     hypotheses : Arrow string array (H); seg_refs : Arrow list<string>, the references of each
     segment (S); seg_hyp_ptr : int64[S+1] row pointers of the segments. References are
@@ -241,9 +245,34 @@ def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.nd
                                                      policy))
     with threads_for(hypotheses.nbytes + seg_refs.nbytes) as n_threads:  # the tokenizer's kernels too
         hyp_text, ref_text, rules = _prepared_text(hypotheses, seg_refs, configs[0], engine)
-        m, t, c, r = kernels()._text_stats(*string_buffers(hyp_text), *string_buffers(ref_text), seg_hyp_ptr,
-                                         seg_ref_ptr, n_orders, policy, rules, BYTE_CLASS, WIDE_SPACE, n_threads)
-    return BleuStats(m, t, c, r)
+        return BleuStats(*text_kernel_stats(hyp_text, ref_text, seg_hyp_ptr, seg_ref_ptr, n_orders, policy, rules,
+                                            n_threads))
+
+
+def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.ndarray, seg_ref_ptr: np.ndarray,
+                      n_orders: int, policy: int, rules: int, n_threads: int) -> tuple:
+    """The text kernel (:func:`kbest_bleu._counting._text_run_stats`) over every segment, on
+    ``n_threads`` threads: the segments are cut into :data:`RUNS_PER_THREAD` runs per thread of
+    about equal bytes, handed to a thread pool as threads come free; one thread runs them all on
+    the calling thread. Prepared texts (Arrow string arrays, H hypotheses and R references),
+    int64[S+1] row and reference pointers of the segments; returns matches, totals
+    int32[H, n_orders], hyp_len, ref_len int32[H]."""
+    k = kernels()
+    hyp_data, hyp_off = string_buffers(hyp_text)
+    ref_data, ref_off = string_buffers(ref_text)
+    out = k._new_stats(len(hyp_off) - 1, n_orders)
+    cut = k._thread_chunks(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_threads * RUNS_PER_THREAD if n_threads > 1
+                           else 1)
+
+    def run(c: int) -> None:
+        k._text_run_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, cut[c], cut[c + 1],
+                          n_orders, policy, rules, BYTE_CLASS, WIDE_SPACE, *out)
+    if len(cut) <= 2:
+        run(0)
+    else:
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(run, range(len(cut) - 1)))
+    return out
 
 
 def _prepared_text(hypotheses: pa.Array, seg_refs: pa.Array, config: BleuConfig, engine: str) -> tuple:
@@ -259,7 +288,7 @@ def kernels_compiled() -> bool:
     """Whether the text kernel is compiled: in this process, or in numba's on-disk cache (False on
     a first run after install, or with a fresh ``NUMBA_CACHE_DIR``). Reads the cache's index only:
     imports numba, compiles and loads nothing."""
-    text_stats = kernels()._text_stats
+    text_stats = kernels()._text_run_stats
     try:
         return bool(text_stats.signatures) or bool(text_stats._cache._cache_file._load_index())
     except Exception:  # numba's private cache API moved: assume compiled (a compile is announced)
@@ -270,7 +299,7 @@ def numpy_engine_suits(configs: Sequence[BleuConfig], n_bytes: int) -> bool:
     """Whether a job of ``n_bytes`` of text scored under ``configs`` is better served by the
     numpy engine than by the kernels: below :data:`NUMPY_ENGINE_BYTES` the kernels' fixed cost
     (~0.6 s: numba and its cached code) exceeds the numpy engine's extra time; below
-    :data:`COLD_NUMPY_ENGINE_BYTES` when the kernels are not compiled yet (~15 s). Never when a
+    :data:`COLD_NUMPY_ENGINE_BYTES` when the kernels are not compiled yet (~12 s). Never when a
     tokenizer needs a kernel (``char``)."""
     if any(c.tokenize == "char" for c in configs):
         return False

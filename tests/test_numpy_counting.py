@@ -105,7 +105,7 @@ def test_small_jobs_choose_the_numpy_engine_and_load_no_numba(tmp_path):
                 "from kbest_bleu.cli import main\n"
                 f"assert main(['score', {str(SAMPLE)!r}, '-o', {str(tmp_path / 'o.parquet')!r}, '-q']) == 0\n"
                 "counting = sys.modules.get('kbest_bleu._counting')\n"
-                "print('numba' in sys.modules and bool(counting._text_stats.signatures))")
+                "print('numba' in sys.modules and bool(counting._text_run_stats.signatures))")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         return out.stdout.split()[-1], pq.read_table(tmp_path / "o.parquet")

@@ -14,9 +14,8 @@ from reference import stats as ref_stats
 
 import kbest_bleu as kb
 from kbest_bleu import _counting as kernels
-from kbest_bleu._arrow import string_buffers
 from kbest_bleu.encode import encode
-from kbest_bleu.tokenize import BYTE_CLASS, WIDE_SPACE
+from kbest_bleu.stats import text_kernel_stats
 
 # tiny vocabulary: repeated and overlapping n-grams everywhere; "ab" shares a prefix with "a",
 # "é" and "\u4e2d" are multi-byte, and duplicate hypotheses are frequent
@@ -69,8 +68,8 @@ def test_thread_runs_and_sliced_inputs_do_not_change_statistics(segments, n_thre
     sliced = pa.array(["x y"] * skip + hyps)[skip:]
     flat_refs = pa.array(["x"] * skip + [r for rs in refs for r in rs])[skip:]
     ref_ptr = np.r_[0, np.cumsum([len(rs) for _, rs in segments])].astype(np.int64)
-    m, t, c, r = kernels._text_stats(*string_buffers(sliced), *string_buffers(flat_refs), seg_ptr, ref_ptr, 5,
-                                     kernels.REF_CLOSEST, kernels.RULES_NONE, BYTE_CLASS, WIDE_SPACE, n_threads)
+    m, t, c, r = text_kernel_stats(sliced, flat_refs, seg_ptr, ref_ptr, 5, kernels.REF_CLOSEST, kernels.RULES_NONE,
+                                   n_threads)
     _assert_equals_reference(kb.BleuStats(m, t, c, r), segments, 4, "closest")
     enc = encode(sliced, pa.array(refs, pa.list_(pa.string())), seg_ptr, "none")
     m, t, c, r = kernels._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,

@@ -127,7 +127,7 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
         if numpy and n_bytes >= NUMPY_ENGINE_BYTES:
             logging.getLogger("kbest_bleu").info(
                 "the scoring kernels are not compiled yet (a first run): this job runs on the numpy engine "
-                "instead of compiling for ~15 s; 'kbest-bleu warmup' compiles them once, for faster big jobs")
+                "instead of compiling for ~12 s; 'kbest-bleu warmup' compiles them once, for faster big jobs")
     tally = Tally(cfg)
     t0 = time.perf_counter()
     if out_path is None:

@@ -2,7 +2,7 @@
 "First run").
 
 numba compiles a kernel on its first use and keeps the machine code in its on-disk cache
-(:mod:`kbest_bleu._numba_cache`): the first parquet job after an install compiles for ~15 s on
+(:mod:`kbest_bleu._numba_cache`): the first parquet job after an install compiles for ~12 s on
 2 cores, later ones load in ~0.1 s. Compiled kernels are not shipped in the package, because
 numba's cache entries are tied to the source files' timestamps (which an install rewrites) and
 to the CPU model of the machine that compiled them. Instead, ``kbest-bleu warmup`` runs every
@@ -62,4 +62,4 @@ def warm_up() -> tuple[int, float, str]:
             sentence_bleu("a b & c", ["a b c &amp; d"], tokenize=tok)
         score_kbest([h.split() for h in table["hypothesis"].to_pylist()], [[r.split() for r in rs] for rs in refs],
                     [0, 0, 1], tokenize="none")
-    return listener.count, time.perf_counter() - t0, str(kernels()._text_stats._cache._cache_path)
+    return listener.count, time.perf_counter() - t0, str(kernels()._text_run_stats._cache._cache_path)
