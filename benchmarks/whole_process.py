@@ -201,7 +201,8 @@ def first_runs(jobs: list) -> list:
     """Wall time of a first run after install: each command with an empty numba cache."""
     rows = []
     for label, cmd in (("score, 5,000 rows (numpy engine)", [KB, "score", str(jobs[0][1]), "-q", "-t", "13a"]),
-                       ("score, 200,000 rows (numpy engine while not compiled)", [KB, "score", str(jobs[2][1]), "-q", "-t", "none"]),
+                       ("score, 200,000 rows (numpy engine while not compiled)",
+                        [KB, "score", str(jobs[2][1]), "-q", "-t", "none"]),
                        ("warmup", [KB, "warmup"])):
         with tempfile.TemporaryDirectory() as cache:
             rows.append((label, os.getloadavg()[0], _wall(cmd, {**os.environ, "NUMBA_CACHE_DIR": cache})))

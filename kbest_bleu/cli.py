@@ -449,8 +449,9 @@ def _score_parser(sub) -> None:
     p.add_argument("-w", "--width", type=int, default=2, help="decimals of the JSON scores")
     p.add_argument("--engine", choices=["local", "kernels", "numpy", "spark"], default="local",
                    help="local: this machine, the numpy engine below 4 MiB of text (below 64 MiB until the "
-                   "kernels are compiled: no numba start-up, no compiling), numba's kernels above; kernels/numpy: force one (the same numbers); spark: read "
-                   "and write parquet datasets with Apache Spark (pip install 'kbest-bleu[spark]')")
+                   "kernels are compiled: no numba start-up, no compiling), numba's kernels above; "
+                   "kernels/numpy: force one (the same numbers); spark: read and write parquet datasets with "
+                   "Apache Spark (pip install 'kbest-bleu[spark]')")
     p.add_argument("--master", default="local[*]", help="Spark master URL (with --engine spark)")
     p.add_argument("--metric", default="bleu", metavar="LIST",
                    help=f"comma-separated metrics, each adding its columns: bleu (always), {', '.join(METRICS)}")

@@ -32,8 +32,8 @@ from .errors import InputError
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
 __all__ = ["COLD_NUMPY_ENGINE_BYTES", "NUMPY_ENGINE_BYTES", "SMALL_JOB_BYTES", "BleuStats", "check_group_pointers",
-           "counting_args", "kernels_compiled", "ngram_stats", "numpy_engine_suits", "segment_argmax", "segment_stats", "set_threads", "stats_from_encoded",
-           "stats_from_text", "text_kernel_stats", "thread_count", "threads_for"]
+           "counting_args", "kernels_compiled", "ngram_stats", "numpy_engine_suits", "segment_argmax", "segment_stats",
+           "set_threads", "stats_from_encoded", "stats_from_text", "text_kernel_stats", "thread_count", "threads_for"]
 
 SMALL_JOB_BYTES = 1 << 16  # below this many input bytes a job runs on the calling thread alone
 # below this many bytes of hypothesis and reference text, a whole job is faster on the numpy
@@ -261,8 +261,8 @@ def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.nd
     hyp_data, hyp_off = string_buffers(hyp_text)
     ref_data, ref_off = string_buffers(ref_text)
     out = k._new_stats(len(hyp_off) - 1, n_orders)
-    cut = k._thread_chunks(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_threads * RUNS_PER_THREAD if n_threads > 1
-                           else 1)
+    n_runs = n_threads * RUNS_PER_THREAD if n_threads > 1 else 1
+    cut = k._thread_chunks(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_runs)
 
     def run(c: int) -> None:
         k._text_run_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, cut[c], cut[c + 1],
@@ -298,7 +298,7 @@ def kernels_compiled() -> bool:
 def numpy_engine_suits(configs: Sequence[BleuConfig], n_bytes: int) -> bool:
     """Whether a job of ``n_bytes`` of text scored under ``configs`` is better served by the
     numpy engine than by the kernels: below :data:`NUMPY_ENGINE_BYTES` the kernels' fixed cost
-    (~0.6 s: numba and its cached code) exceeds the numpy engine's extra time; below
+    (~0.5 s: numba and its cached code) exceeds the numpy engine's extra time; below
     :data:`COLD_NUMPY_ENGINE_BYTES` when the kernels are not compiled yet (~12 s). Never when a
     tokenizer needs a kernel (``char``)."""
     if any(c.tokenize == "char" for c in configs):

@@ -96,13 +96,30 @@ def test_the_users_threading_layer_wins():
     assert _settings(code, {"NUMBA_THREADING_LAYER": "omp"}) == ["omp"]
 
 
-def test_an_output_error_at_exit_fails_the_program():
-    """stdout on a full device: the flush at exit fails, the program says so and exits 1 (as
-    Python's own exit would say it), instead of exiting 0 with the output lost."""
+def _full_stdout(code: str) -> subprocess.CompletedProcess:
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
     with open("/dev/full", "w") as full:
-        out = subprocess.run(PROGRAM + ["score", str(SAMPLE), "-t", "none", "-q", "--json"], stdout=full,
-                             stderr=subprocess.PIPE, text=True)
-    assert out.returncode == 1  # reported by main's handler or, if still buffered, by the flush at exit
+        return subprocess.run([sys.executable, "-c", code], stdout=full, stderr=subprocess.PIPE, text=True)
+
+
+def test_an_output_error_fails_the_program():
+    """stdout on a full device: the command's own write fails, the program exits 1 with the error."""
+    out = _full_stdout("import sys\nsys.argv = ['kbest-bleu', 'score', " + repr(str(SAMPLE)) +
+                       ", '-t', 'none', '-q', '--json']\nfrom kbest_bleu.program import command\ncommand()")
+    assert out.returncode == 1
     assert "No space left" in out.stderr
+
+
+def test_an_output_error_at_exit_fails_the_program():
+    """Output still buffered when the command returns, on a stream whose writes fail (a full disk):
+    the flush before the fast exit fails, and the program says so and exits 1 (as Python's own
+    exit would fail), not 0 with the output lost."""
+    code = ("import errno, io, sys\nimport kbest_bleu.program as program\n"
+            "class Full(io.RawIOBase):\n    def writable(self):\n        return True\n"
+            "    def write(self, b):\n        raise OSError(errno.ENOSPC, 'No space left on device')\n"
+            "sys.stdout = io.TextIOWrapper(io.BufferedWriter(Full()))\n"
+            "program.main = lambda: print('text left in the buffer') or 0\nprogram.command()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert "writing the output" in out.stderr and "No space left" in out.stderr

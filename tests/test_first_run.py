@@ -112,7 +112,8 @@ def test_cached_kernels_load_without_numbas_compiler_registries(tmp_path):
     a process); its output equals the in-process job's, and a compile later in the same process
     still finds every registry (numba's compiler refreshes them itself)."""
     from kbest_bleu.cli import main
-    assert main(["score", str(SAMPLE), "-t", "13a", "-q", "--engine", "kernels", "-o", str(tmp_path / "a.parquet")]) == 0
+    assert main(["score", str(SAMPLE), "-t", "13a", "-q", "--engine", "kernels", "-o",
+                 str(tmp_path / "a.parquet")]) == 0
     code = (f"import sys\nfrom kbest_bleu.cli import main\n"
             f"assert main(['score', {str(SAMPLE)!r}, '-t', '13a', '-q', '--engine', 'kernels', '-o', "
             f"{str(tmp_path / 'b.parquet')!r}]) == 0\n"
