@@ -83,9 +83,10 @@ _PY_SPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2
 
 
 @lru_cache(maxsize=None)
-def python_space_class() -> str:
-    """An RE2 character class of Python's whitespace (``str.isspace``)."""
-    return _char_class({ord(c) for c in _PY_SPACE})
+def python_space_class(but_space: bool = False) -> str:
+    """An RE2 character class of Python's whitespace (``str.isspace``); with ``but_space``,
+    every whitespace character except the space itself."""
+    return _char_class({ord(c) for c in _PY_SPACE} - ({ord(" ")} if but_space else set()))
 
 
 @lru_cache(maxsize=None)

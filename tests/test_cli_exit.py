@@ -113,3 +113,28 @@ def test_signal_while_reading_stdin_exits_128_plus_n(files, sig):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig, err
     assert b"Traceback" not in err
+
+
+def _shape(parser) -> list:
+    """Every option, default and subcommand of a parser, recursively, as comparable values."""
+    out = []
+    for a in parser._actions:
+        out.append((type(a).__name__, tuple(a.option_strings), a.dest, repr(a.default), repr(a.choices)
+                    if not isinstance(a.choices, dict) else sorted(a.choices), a.help))
+        if isinstance(a.choices, dict):
+            out += [(name, _shape(p)) for name, p in sorted(a.choices.items())]
+    out.append(sorted(parser._defaults.items(), key=str))
+    return out
+
+
+def test_a_run_builds_its_command_alone_and_the_same_as_the_full_parser():
+    """main() builds only the command it runs (the other parsers cost ~10 ms of a small job): each
+    command so built equals its part of the full parser, option for option."""
+    from kbest_bleu.cli import build_parser
+    full = build_parser()._subparsers._group_actions[0].choices
+    assert len(full) >= 10
+    for name, parser in full.items():
+        alone = build_parser(name)._subparsers._group_actions[0].choices
+        assert list(alone) == [name]
+        assert _shape(alone[name]) == _shape(parser), name
+    assert build_parser("meteor")._subparsers._group_actions[0].choices.keys() == full.keys()  # no commands of its own

@@ -18,6 +18,7 @@ from sacrebleu.metrics import BLEU
 
 import kbest_bleu as kb
 from kbest_bleu import _numpy_counting
+from kbest_bleu._kernel_codes import RULES_NONE
 from kbest_bleu.batch import score_parquet
 from kbest_bleu.config import REF_LENGTH_POLICIES
 from kbest_bleu.stats import segment_stats
@@ -127,6 +128,19 @@ def test_fuzzed_unicode_equals_the_kernels(segs, tok, lc):
     ours, kernels = _both(segs, tokenize=tok, lowercase=lc)
     for name in ("matches", "totals", "hyp_len", "ref_len"):
         assert np.array_equal(getattr(ours, name), getattr(kernels, name)), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SPACES)), max_size=8).map(
+    lambda parts: "".join(w + s for w, s in parts)), max_size=6), only_spaces=st.booleans())
+def test_split_tokens_equals_str_split_on_both_paths(texts, only_spaces):
+    """Text whose only whitespace is " " takes the literal split, any other whitespace the regex
+    split of Python's whitespace: both cut as ``str.split()`` does."""
+    if only_spaces:
+        texts = ["".join(" " if c.isspace() else c for c in t) for t in texts]
+    tokens, counts = _numpy_counting.split_tokens(pa.array(texts, pa.string()), RULES_NONE)
+    assert tokens.to_pylist() == [w for t in texts for w in t.split()]
+    assert counts.tolist() == [len(t.split()) for t in texts]
 
 
 def test_repeated_runs_give_the_same_counts():
