@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["from_numpy", "string_buffers", "to_numpy"]
+__all__ = ["from_numpy", "one_array", "string_buffers", "to_numpy"]
 
 _TYPES = {np.dtype(np.int8): pa.int8(), np.dtype(np.int16): pa.int16(), np.dtype(np.int32): pa.int32(),
           np.dtype(np.int64): pa.int64(), np.dtype(np.uint8): pa.uint8(), np.dtype(np.uint16): pa.uint16(),
@@ -34,12 +34,19 @@ def from_numpy(values: np.ndarray) -> pa.Array:
 _DTYPES = {t: d for d, t in _TYPES.items()}
 
 
+def one_array(values: "pa.Array | pa.ChunkedArray") -> pa.Array:
+    """A chunked array's chunks as one array: the chunk itself when there is one (pyarrow's
+    ``combine_chunks`` copies every buffer even then); an array is returned as it is."""
+    if isinstance(values, pa.ChunkedArray):
+        return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+    return values
+
+
 def to_numpy(values: "pa.Array | pa.ChunkedArray") -> np.ndarray:
     """A 1-d Arrow bool, integer or float array as numpy (a read-only view of the buffer for
     numbers), equal to ``values.to_numpy(zero_copy_only=False)``. Arrays with nulls and other types
     take pyarrow's own conversion."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    values = one_array(values)
     start, stop = values.offset, values.offset + len(values)
     if values.null_count == 0 and values.type in _DTYPES:
         dtype = _DTYPES[values.type]

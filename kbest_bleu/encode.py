@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _numpy_counting
-from ._arrow import from_numpy, string_buffers, to_numpy
+from ._arrow import from_numpy, one_array, string_buffers, to_numpy
 from ._kernel_codes import kernels
 from .errors import InputError
 from .tokenize import lowercase as lowercase_column
@@ -50,8 +50,7 @@ def _to_arrow(values: Any, what: str) -> pa.Array:
         raise InputError(f"{what}: expected a sequence with one entry per row (list, numpy array, pandas Series or "
                          f"Arrow array), found {type(values).__name__}"
                          + (" (a bare string: wrap one reference as ['...'])" if isinstance(values, str) else ""))
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    values = one_array(values)
     if not isinstance(values, pa.Array):
         if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):  # pandas
             values = values.to_numpy()

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from kbest_bleu._arrow import from_numpy, to_numpy
+from kbest_bleu._arrow import from_numpy, one_array, to_numpy
 from kbest_bleu.tokenize import _PY_SPACE
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float32,
@@ -57,3 +57,15 @@ def test_a_score_job_never_imports_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_one_array_keeps_a_single_chunk_and_joins_several():
+    """pyarrow's combine_chunks copies a single chunk's text too; one_array hands the chunk itself
+    (the same buffers, slices included) and joins several chunks into an equal array."""
+    text = pa.array(["a b", "", "c d e", None, "f"]).slice(1)
+    alone = one_array(pa.chunked_array([text]))
+    assert alone.buffers()[2].address == text.buffers()[2].address and alone.equals(text)
+    joined = one_array(pa.chunked_array([text, text.slice(2)]))
+    assert isinstance(joined, pa.Array) and joined.to_pylist() == text.to_pylist() + text.slice(2).to_pylist()
+    assert one_array(text) is text
+    assert len(one_array(pa.chunked_array([], pa.string()))) == 0

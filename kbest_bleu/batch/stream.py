@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import from_numpy, to_numpy
+from .._arrow import from_numpy, one_array, to_numpy
 from ..bleu import BleuResult, corpus_score, sentence_scores
 from ..config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
 from ..encode import (check_contiguous, check_segment_keys, hypotheses_array, key_labels, references_array,
@@ -177,13 +177,16 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
     n = chunk.num_rows
     seg_ptr = np.append(starts, n)
     where = f"{source}, rows {row0}-{row0 + n - 1}"
-    hyps = chunk[columns.hypothesis].combine_chunks()
+    # a segment held back from the last batch makes two chunks: join each column once (its text
+    # is copied once), then the scoring and the output use the same arrays
+    chunk = chunk.combine_chunks()
+    hyps = one_array(chunk[columns.hypothesis])
     if not (pa.types.is_string(hyps.type) or pa.types.is_large_string(hyps.type)):
         raise InputError(f"{source}: column {columns.hypothesis!r} has Arrow type {hyps.type}; expected string")
     try:
         hyps = hypotheses_array(hyps, row0)
         if references is None:
-            refs = segment_references(references_array(chunk[columns.references].combine_chunks(), row0),
+            refs = segment_references(references_array(one_array(chunk[columns.references]), row0),
                                       seg_ptr, n, row0, engine)
         else:
             refs = references.lookup(labels, where)
@@ -202,7 +205,7 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
         if columns.score is not None:
             score = to_numpy(chunk[columns.score]).astype(np.float64)
         tally.add(stats, bleu, seg_ptr, score, n_refs)
-    arrays = [_as_type(chunk[c].combine_chunks(), f.type) for c, f in zip(chunk.column_names, schema)]
+    arrays = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
     arrays.append(from_numpy(bleu))
     arrays += [from_numpy(sentence_scores(stats, c)) for _, c in scored[1:]]
     if with_stats:
@@ -257,7 +260,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
         table = pa.Table.from_batches([batch], in_schema)
         if pending is not None:
             table = pa.concat_tables([pending, table])
-        keys = [table[c].combine_chunks() for c in columns.segment]
+        keys = [one_array(table[c]) for c in columns.segment]
         try:
             check_segment_keys(keys, columns.segment, row0)
         except InputError as exc:
@@ -273,7 +276,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
             row0 += last
         pending = table.slice(last)
     if pending is not None and pending.num_rows:
-        keys = [pending[c].combine_chunks() for c in columns.segment]
+        keys = [one_array(pending[c]) for c in columns.segment]
         starts = np.zeros(1, np.int64)
         labels = key_labels(keys, starts)
         check_contiguous(labels, seen, starts + row0, source)
