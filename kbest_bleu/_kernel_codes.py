@@ -11,11 +11,11 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Iterator
+from typing import Any, Iterator
 
 __all__ = ["BYTE_DIGIT", "BYTE_DOT", "BYTE_HYPHEN", "BYTE_MAY_SPACE", "BYTE_ORDINARY", "BYTE_PUNCT", "BYTE_SPACE",
            "REF_AVERAGE", "REF_CLOSEST", "REF_SHORTEST", "RULES_13A", "RULES_NONE", "RULES_ZH", "before_compile",
-           "blas_probe_skipped", "kernels", "skip_blas_probe"]
+           "blas_probe_skipped", "kernels", "python_function", "skip_blas_probe"]
 
 # effective reference length policies (README, "Presets")
 REF_CLOSEST = 0
@@ -76,6 +76,13 @@ def before_compile() -> None:
     module that probes is imported under :func:`blas_probe_skipped`."""
     with blas_probe_skipped():
         import numba.np.arraymath  # noqa: F401 (the module that probes, at its import)
+
+
+def python_function(kernel: Any) -> Any:
+    """The Python function of a jitted kernel (the kernel itself under NUMBA_DISABLE_JIT): for
+    numpy-only helpers called from Python, where loading the compiled code (~10 ms a kernel per
+    process) costs more than the call saves."""
+    return getattr(kernel, "py_func", kernel)
 
 
 def kernels() -> ModuleType:

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from . import _numpy_counting
 from ._arrow import string_buffers
-from ._kernel_codes import REF_AVERAGE, REF_CLOSEST, REF_SHORTEST, kernels
+from ._kernel_codes import REF_AVERAGE, REF_CLOSEST, REF_SHORTEST, kernels, python_function
 from .config import REF_LENGTH_POLICIES, BleuConfig
 from .encode import (
     Encoded,
@@ -260,9 +260,10 @@ def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.nd
     k = kernels()
     hyp_data, hyp_off = string_buffers(hyp_text)
     ref_data, ref_off = string_buffers(ref_text)
-    out = k._new_stats(len(hyp_off) - 1, n_orders)
+    # the outputs and the runs come from the kernels' numpy helpers run as Python (two loads saved)
+    out = python_function(k._new_stats)(len(hyp_off) - 1, n_orders)
     n_runs = n_threads * RUNS_PER_THREAD if n_threads > 1 else 1
-    cut = k._thread_chunks(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_runs)
+    cut = python_function(k._thread_chunks)(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_runs)
 
     def run(c: int) -> None:
         k._text_run_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, cut[c], cut[c + 1],
