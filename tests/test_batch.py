@@ -322,15 +322,16 @@ def test_dictionary_encoded_references_are_checked_and_decoded():
                           kb.score_kbest(["x y z", "z", "q"], [["x y", "z"], ["q"]], [0, 0, 1]))
 
 
+@pytest.mark.parametrize("engine", ["numpy", "kernels"])
 @pytest.mark.parametrize("hyp_type", [pa.string(), pa.large_string()])
-def test_parquet_job_keeps_declared_column_types(tmp_path, hyp_type):
+def test_parquet_job_keeps_declared_column_types(tmp_path, hyp_type, engine):
     """References are read dictionary-encoded; the output has the input's types either way
-    (written directly when parquet's own types suffice, cast back otherwise)."""
+    (written directly when parquet's own types suffice, cast back otherwise), on both engines."""
     t = pa.table({"segment_id": pa.array([0, 0, 1], pa.int32()),
                   "hypothesis": pa.array(["a b c", "a b", "x"], hyp_type),
                   "references": pa.array([["a b c", "a"], ["a b c", "a"], ["x y"]], pa.list_(pa.string()))})
     pq.write_table(t, tmp_path / "in.parquet")
-    score_parquet(tmp_path / "in.parquet", tmp_path / "out.parquet")
+    score_parquet(tmp_path / "in.parquet", tmp_path / "out.parquet", engine=engine)
     out = pq.read_table(tmp_path / "out.parquet")
     assert out.select(t.column_names).equals(t)
     assert out.schema.field("hypothesis").type == hyp_type and b"kbest_bleu.signature" in out.schema.metadata
