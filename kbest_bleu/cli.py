@@ -570,7 +570,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from .batch.output import install_signal_handlers
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None).parse_args(argv)
+    args, unknown = build_parser(argv[0] if argv and argv[0] in _COMMANDS else None).parse_known_args(argv)
+    if unknown:  # the full parser says so, its usage line listing every command
+        args = build_parser().parse_args(argv)
     # SIGINT/SIGTERM/SIGHUP: temporaries removed, one line, exit 128+signal (README, "Failure
     # behaviour"); the previous handlers come back when main returns (main called in-process)
     previous = install_signal_handlers()

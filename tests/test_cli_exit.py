@@ -138,3 +138,21 @@ def test_a_run_builds_its_command_alone_and_the_same_as_the_full_parser():
         assert list(alone) == [name]
         assert _shape(alone[name]) == _shape(parser), name
     assert build_parser("meteor")._subparsers._group_actions[0].choices.keys() == full.keys()  # no commands of its own
+
+
+def test_main_builds_the_command_it_runs_and_errors_as_the_full_parser(monkeypatch, capsys, tmp_path):
+    """main() adds the parser of its command alone; an unknown option still gets the full
+    parser's message, whose usage line lists every command."""
+    from kbest_bleu import cli
+    built = []
+    for name, add in list(cli._COMMANDS.items()):
+        monkeypatch.setitem(cli._COMMANDS, name, lambda sub, _add=add, _name=name: built.append(_name) or _add(sub))
+    assert main(["score", str(tmp_path / "missing.parquet"), "-q"]) == 2
+    assert built == ["score"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["score", "x", "--no-such-option"])
+    err = capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["score", "x", "--no-such-option"])
+    assert exc.value.code == 2 and err == capsys.readouterr().err and "{score,corpus," in err

@@ -19,6 +19,7 @@ from sacrebleu.metrics import BLEU
 import kbest_bleu as kb
 from kbest_bleu import _numpy_counting
 from kbest_bleu._kernel_codes import RULES_NONE
+from kbest_bleu.tokenize import _PY_SPACE
 from kbest_bleu.batch import score_parquet
 from kbest_bleu.config import REF_LENGTH_POLICIES
 from kbest_bleu.stats import segment_stats
@@ -131,16 +132,24 @@ def test_fuzzed_unicode_equals_the_kernels(segs, tok, lc):
 
 
 @settings(max_examples=300, deadline=None)
-@given(texts=st.lists(st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SPACES)), max_size=8).map(
-    lambda parts: "".join(w + s for w, s in parts)), max_size=6), only_spaces=st.booleans())
+@given(texts=st.lists(st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from([" ", "  ", *_PY_SPACE])),
+                               max_size=8).map(lambda parts: "".join(w + s for w, s in parts)), max_size=6),
+       only_spaces=st.booleans())
 def test_split_tokens_equals_str_split_on_both_paths(texts, only_spaces):
-    """Text whose only whitespace is " " takes the literal split, any other whitespace the regex
-    split of Python's whitespace: both cut as ``str.split()`` does."""
+    """Text whose only whitespace is " " takes the literal split, any other of Python's
+    whitespace characters the regex split: both cut as ``str.split()`` does."""
     if only_spaces:
         texts = ["".join(" " if c.isspace() else c for c in t) for t in texts]
-    tokens, counts = _numpy_counting.split_tokens(pa.array(texts, pa.string()), RULES_NONE)
+    taken = []
+    with pytest.MonkeyPatch.context() as mp:  # which split ran
+        for name in ("split_pattern", "split_pattern_regex"):
+            mp.setattr(_numpy_counting.pc, name, lambda *a, _f=getattr(pc, name), _n=name, **k:
+                       taken.append(_n) or _f(*a, **k))
+        tokens, counts = _numpy_counting.split_tokens(pa.array(texts, pa.string()), RULES_NONE)
     assert tokens.to_pylist() == [w for t in texts for w in t.split()]
     assert counts.tolist() == [len(t.split()) for t in texts]
+    other = any(c.isspace() and c != " " for t in texts for c in t)
+    assert taken == ["split_pattern_regex" if other else "split_pattern"]
 
 
 def test_repeated_runs_give_the_same_counts():

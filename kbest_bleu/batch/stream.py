@@ -51,7 +51,7 @@ class Tally:
             nrefs: Optional[np.ndarray] = None) -> None:
         """Add scored whole segments; ``nrefs``: int[segments], each segment's number of references."""
         if nrefs is not None:
-            # not np.unique: without return_* options it imports numpy.ma (~10 ms a process, numpy 2.3)
+            # not np.unique: without return_* options it imports numpy.ma (~10 ms a process, numpy 2.4)
             self.nrefs.update(np.flatnonzero(np.bincount(nrefs)).tolist())
         self.rows += len(bleu)
         self.segments += len(seg_ptr) - 1
