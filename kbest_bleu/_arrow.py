@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["from_numpy", "one_array", "string_buffers", "to_numpy"]
+__all__ = ["from_numpy", "from_strings", "one_array", "string_buffers", "strings_from_buffers", "to_numpy"]
 
 _TYPES = {np.dtype(np.int8): pa.int8(), np.dtype(np.int16): pa.int16(), np.dtype(np.int32): pa.int32(),
           np.dtype(np.int64): pa.int64(), np.dtype(np.uint8): pa.uint8(), np.dtype(np.uint16): pa.uint16(),
@@ -72,3 +72,18 @@ def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.frombuffer(off_buf, off_type)[strings.offset:strings.offset + len(strings) + 1].astype(np.int64)
     data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
     return data, offsets
+
+
+def strings_from_buffers(data: bytes, offsets: np.ndarray) -> pa.Array:
+    """An Arrow large_string array without nulls from UTF-8 bytes and int64 offsets[n+1] (row i is
+    ``data[offsets[i]:offsets[i + 1]]``); the bytes are not validated."""
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    return pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def from_strings(values: "list[str]") -> pa.Array:
+    """Python strings as an Arrow large_string array, equal to ``pa.array(values, pa.large_string())``
+    for strings without surrogates."""
+    encoded = [v.encode() for v in values]
+    lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+    return strings_from_buffers(b"".join(encoded), np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths)]))

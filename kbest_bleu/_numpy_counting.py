@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from . import _compute as pc
 from ._arrow import from_numpy, to_numpy
 from ._kernel_codes import REF_AVERAGE, REF_SHORTEST, RULES_13A, RULES_NONE
 from .tokenize import python_space_class
@@ -47,7 +47,7 @@ def split_tokens(strings: pa.Array, rules: int) -> tuple[pa.Array, np.ndarray]:
 
     Returns the tokens (large_string, row after row) and int64[n] token counts.
     """
-    strings = strings.cast(pa.large_string())
+    strings = pc.cast(strings, pa.large_string())
     if rules == RULES_13A:
         strings = pc.utf8_replace_slice(pc.utf8_replace_slice(strings, 0, 0, " "), 1 << 62, 1 << 62, " ")
     if rules != RULES_NONE:
@@ -65,7 +65,7 @@ def split_tokens(strings: pa.Array, rules: int) -> tuple[pa.Array, np.ndarray]:
     pieces = pc.list_flatten(parts)
     kept = to_numpy(pc.binary_length(pieces)) > 0  # the empty pieces around leading/trailing spaces
     counts = np.bincount(to_numpy(pc.list_parent_indices(parts))[kept], minlength=len(strings))
-    return pieces.filter(from_numpy(kept)), counts.astype(np.int64)
+    return pc.filter(pieces, from_numpy(kept)), counts.astype(np.int64)
 
 
 def _ref_lengths(hyp_len: np.ndarray, ref_lens: np.ndarray, seg_of_row: np.ndarray, seg_ref_ptr: np.ndarray,

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from . import _compute as pc
 from . import _numpy_counting
 from ._arrow import from_numpy, one_array, string_buffers, to_numpy
 from ._kernel_codes import kernels
@@ -83,12 +83,12 @@ def _null_lists_as_strings(arr: pa.Array) -> pa.Array:
         return t
     if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
         target = fix(arr.type)
-        return arr if target == arr.type else arr.cast(target)
+        return arr if target == arr.type else pc.cast(arr, target)
     return arr
 
 
 def _first_null(arr: pa.Array) -> int:
-    return int(np.flatnonzero(to_numpy(arr.is_null()))[0])
+    return int(np.flatnonzero(to_numpy(pc.is_null(arr)))[0])
 
 
 def _check_no_nulls(arr: pa.Array, what: str, row_offset: int = 0,
@@ -194,7 +194,7 @@ def references_array(references: Any, row_offset: int = 0) -> pa.Array:
     flat = pc.list_flatten(arr)
     if flat.null_count:
         entry = row_offset + int(to_numpy(pc.list_parent_indices(arr))[
-            np.flatnonzero(to_numpy(flat.is_null()))[0]])
+            np.flatnonzero(to_numpy(pc.is_null(flat)))[0]])
         raise InputError(f"references: entry {entry} holds a null reference; expected strings")
     check_utf8(arr, "references", row_offset)
     return arr
@@ -240,7 +240,7 @@ def run_starts(keys: Sequence[pa.Array]) -> np.ndarray:
 
 def key_labels(keys: Sequence[pa.Array], rows: np.ndarray) -> list:
     """The segment key at each of ``rows``, as hashable Python values (tuples when composite)."""
-    cols = [k.take(from_numpy(np.asarray(rows, np.int64))).to_pylist() for k in keys]
+    cols = [pc.take(k, from_numpy(np.asarray(rows, np.int64))).to_pylist() for k in keys]
     return cols[0] if len(cols) == 1 else list(zip(*cols))
 
 
@@ -280,7 +280,7 @@ def _decoded(refs: pa.Array) -> pa.Array:
     if not _is_dictionary_text(refs.type.value_type):
         return refs
     list_type = pa.large_list if pa.types.is_large_list(refs.type) else pa.list_
-    return refs.cast(list_type(refs.type.value_type.value_type))
+    return pc.cast(refs, list_type(refs.type.value_type.value_type))
 
 
 def list_offsets(arr: pa.Array) -> np.ndarray:
@@ -337,7 +337,7 @@ def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row
             f"{int(owner[row]) + row_offset}, the first "
             "row of its segment; the rows of one segment must share their references "
             "(or pass segment ids that separate them)")
-    return _decoded(refs.take(from_numpy(seg_hyp_ptr[:-1])))
+    return _decoded(pc.take(refs, from_numpy(seg_hyp_ptr[:-1])))
 
 
 def _token_lists(arr: pa.Array, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
@@ -358,7 +358,7 @@ def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
     """
     flat_refs = pc.list_flatten(seg_refs)
     if pa.types.is_null(flat_refs.type):
-        flat_refs = flat_refs.cast(hypotheses.type if _is_text(hypotheses.type) else pa.string())
+        flat_refs = pc.cast(flat_refs, hypotheses.type if _is_text(hypotheses.type) else pa.string())
     seg_ref_ptr = list_offsets(seg_refs)
     n_h = len(hypotheses)
     if is_token_lists(hypotheses.type) or is_token_lists(flat_refs.type):
@@ -366,11 +366,11 @@ def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
                             else tokenize_column(hypotheses, tokenize, lowercase))
         ref_tok, ref_ptr = (_token_lists(flat_refs, lowercase) if is_token_lists(flat_refs.type)
                             else tokenize_column(flat_refs, tokenize, lowercase))
-        both = pa.concat_arrays([hyp_tok.cast(pa.large_string()), ref_tok.cast(pa.large_string())])
-        ids = to_numpy(both.dictionary_encode().indices).astype(np.int32, copy=False)
+        both = pa.concat_arrays([pc.cast(hyp_tok, pa.large_string()), pc.cast(ref_tok, pa.large_string())])
+        ids = to_numpy(pc.dictionary_encode(both).indices).astype(np.int32, copy=False)
         n_tok = len(hyp_tok)
     else:
-        both = pa.concat_arrays([hypotheses.cast(pa.large_string()), flat_refs.cast(pa.large_string())])
+        both = pa.concat_arrays([pc.cast(hypotheses, pa.large_string()), pc.cast(flat_refs, pa.large_string())])
         ids, ptr, _ = split_ids(*prepare(both, tokenize, lowercase))
         n_tok = int(ptr[n_h])
         hyp_ptr, ref_ptr = ptr[:n_h + 1], ptr[n_h:] - n_tok

@@ -12,8 +12,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from . import _compute as pc
 from . import _numpy_counting
 from ._arrow import string_buffers
 from ._kernel_codes import REF_AVERAGE, REF_CLOSEST, REF_SHORTEST, kernels, python_function
@@ -280,7 +280,7 @@ def _prepared_text(hypotheses: pa.Array, seg_refs: pa.Array, config: BleuConfig,
     """(hypotheses, flattened references, split rules) after :func:`kbest_bleu.tokenize.prepare`."""
     hyp_text, rules = prepare(hypotheses, config.tokenize, config.lowercase, engine)
     flat = pc.list_flatten(seg_refs)
-    ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else flat.cast(pa.string()), config.tokenize,
+    ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else pc.cast(flat, pa.string()), config.tokenize,
                           config.lowercase, engine)
     return hyp_text, ref_text, rules
 

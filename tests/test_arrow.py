@@ -1,5 +1,5 @@
 """The numpy <-> Arrow conversions of kbest_bleu._arrow against pyarrow's own (which import pandas),
-and the fixed costs they exist for (issue 18)."""
+kbest_bleu._compute against pyarrow.compute, and the fixed costs they exist for (issue 18)."""
 
 import subprocess
 import sys
@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from kbest_bleu._arrow import from_numpy, one_array, to_numpy
-from kbest_bleu.tokenize import _PY_SPACE
+from kbest_bleu import _compute
+from kbest_bleu._arrow import from_numpy, from_strings, one_array, to_numpy
+from kbest_bleu.tokenize import _PY_SPACE, _char_class, _lower_mismatch_class, _lowered_by_python
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float32,
           np.float64]
@@ -47,16 +48,79 @@ def test_python_whitespace_is_written_out_in_full():
     assert _PY_SPACE == "".join(chr(i) for i in range(sys.maxunicode + 1) if chr(i).isspace())
 
 
-def test_a_score_job_never_imports_pandas(tmp_path):
-    """pandas costs ~0.3 s of a small job's ~1 s when pyarrow pulls it in; it must not be loaded."""
+@pytest.mark.parametrize("engine", ["numpy", "kernels"])
+def test_a_score_job_never_imports_pandas_or_pyarrow_compute(tmp_path, engine):
+    """pandas costs ~0.3 s of a small job when pyarrow pulls it in, pyarrow.compute ~30 ms of its
+    ~0.25 s: neither may be loaded, lowercased or not."""
     pytest.importorskip("pandas")
     code = ("import sys; from kbest_bleu.cli import main\n"
-            "for tok in ('none', '13a'):\n"
-            f"    assert main(['score', {str(SAMPLE)!r}, '-o', {str(tmp_path / 'o.parquet')!r}, '-q', '-t', tok]) == 0\n"
-            "print('pandas' in sys.modules)")
+            "for opts in (['-t', 'none'], ['-t', '13a'], ['-t', '13a', '--lowercase']):\n"
+            f"    assert main(['score', {str(SAMPLE)!r}, '-o', {str(tmp_path / 'o.parquet')!r}, '-q', '--engine', "
+            f"{engine!r}] + opts) == 0\n"
+            "print('pandas' in sys.modules, 'pyarrow.compute' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+@pytest.mark.jit_free
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=6), max_size=8))
+def test_from_strings_equals_pyarrow(values):
+    ours = from_strings(values)
+    assert ours.equals(pa.array(values, pa.large_string())) and ours.null_count == 0
+
+
+@pytest.mark.jit_free
+@given(st.lists(st.text(max_size=3), max_size=6), st.text("aAİΣσςǅßẞ İx", max_size=3),
+       st.sampled_from([("", ""), ("a b", "ab"), ("", "İ")]))
+def test_compute_calls_equal_pyarrow_compute(strings, pattern, slice_):
+    """The registry calls take the function's arguments, then its options positionally or by
+    keyword, as pyarrow.compute's wrappers do."""
+    import pyarrow.compute as pc
+
+    arr = pa.array(strings, pa.string())
+    for name, args, options in [("utf8_lower", (arr,), {}), ("split_pattern", (arr, " "), {}),
+                                ("split_pattern", (arr,), {"pattern": pattern or " ", "max_splits": 1}),
+                                ("replace_substring", (arr, pattern or "a", slice_[1]), {}),
+                                ("utf8_replace_slice", (arr, 0, 1, slice_[1]), {}),
+                                ("match_substring_regex", (arr,), {"pattern": "[aA]"}),
+                                ("binary_length", (arr,), {}), ("cast", (arr, pa.large_string()), {}),
+                                ("take", (arr, pa.array(list(range(len(strings)))[::-1], pa.int64())), {}),
+                                ("is_null", (arr,), {}), ("dictionary_encode", (arr,), {})]:
+        assert getattr(_compute, name)(*args, **options).equals(getattr(pc, name)(*args, **options)), name
+    assert _compute.list_flatten(pc.split_pattern(arr, " ")).equals(pc.list_flatten(pc.split_pattern(arr, " ")))
+    with pytest.raises(TypeError, match="binary_length takes 1 argument"):
+        _compute.binary_length(arr, arr)
+
+
+@pytest.mark.jit_free
+@given(st.text("aAİΣσςǅßẞ xİẞ", max_size=40))
+def test_python_lowering_positions_equal_a_scan(text):
+    assert _lowered_by_python(text, 7) == [7 + i for i, c in enumerate(text) if c.lower() != c]
+
+
+def test_compute_falls_back_to_pyarrow_compute(monkeypatch):
+    """Where pyarrow's registry binding lacks what the wrappers read, a name comes from
+    pyarrow.compute itself: the same function, the import paid."""
+    import pyarrow._compute
+    import pyarrow.compute as pc
+
+    def moved(name):
+        raise AttributeError("get_function")
+    monkeypatch.setattr(pyarrow._compute, "get_function", moved)
+    monkeypatch.delitem(_compute.__dict__, "utf8_upper", raising=False)
+    assert _compute.utf8_upper is pc.utf8_upper
+    monkeypatch.delitem(_compute.__dict__, "utf8_upper")
+
+
+def test_lowercase_mismatch_class_equals_the_full_scan():
+    """The characters that utf8proc and Python lowercase differently, under the running pyarrow
+    and Python: found from the ~3,000 either changes, equal to comparing all 1.1 million."""
+    import pyarrow.compute as pc
+
+    chars = [chr(i) for i in range(sys.maxunicode + 1) if not 0xD800 <= i <= 0xDFFF]
+    arrow = pc.utf8_lower(pa.array(chars)).to_pylist()
+    assert _lower_mismatch_class() == _char_class({ord(c) for c, a in zip(chars, arrow) if c.lower() != a} | {0x03A3})
 
 
 def test_one_array_keeps_a_single_chunk_and_joins_several():

@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .. import _compute as pc
 from .._arrow import to_numpy
 from ..config import BleuConfig
 from ..encode import check_segment_keys, check_utf8
@@ -320,7 +320,7 @@ def _text_bytes(col: pa.Array) -> np.ndarray:
         if len(col.dictionary) == 0:
             return np.zeros(len(col), np.int64)
         sizes = _text_bytes(col.dictionary)[_nulls_as_zero(col.indices)]
-        return np.where(to_numpy(col.is_null()), 0, sizes)
+        return np.where(to_numpy(pc.is_null(col)), 0, sizes)
     return _nulls_as_zero(pc.binary_length(col))
 
 

@@ -21,9 +21,9 @@ from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .. import _compute as pc
 from .._arrow import to_numpy
 from ..errors import InputError
 from .references import read_lines
@@ -179,7 +179,7 @@ def sort_segments(src: "str | os.PathLike", dst: "str | os.PathLike", segment: S
             for b in np.unique(bucket):
                 if writers[b] is None:
                     writers[b] = pq.ParquetWriter(Path(tmp) / f"{b}.parquet", tagged, compression="lz4")
-                writers[b].write_batch(with_pos.filter(pa.array(bucket == b)))
+                writers[b].write_batch(pc.filter(with_pos, pa.array(bucket == b)))
         for w in writers:
             if w is not None:
                 w.close()
@@ -187,5 +187,5 @@ def sort_segments(src: "str | os.PathLike", dst: "str | os.PathLike", segment: S
             for b, w in enumerate(writers):
                 if w is not None:
                     part = pq.read_table(Path(tmp) / f"{b}.parquet")
-                    part = part.take(pc.sort_indices(part["__position"]))
+                    part = pc.take(part, pc.sort_indices(part["__position"]))
                     out.write_table(part.drop_columns(["__position"]))

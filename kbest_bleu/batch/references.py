@@ -12,6 +12,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
+from .. import _compute as pc
 from ..encode import key_labels, references_array
 from ..errors import InputError
 
@@ -73,7 +74,7 @@ class ReferenceTable:
             raise InputError(f"{where}: segment {missing!r} has no references in {self.source}; expected every "
                              "segment id of the hypotheses to appear in the reference table (0-based line "
                              "numbers for text files)")
-        return self.references.take(pa.array(idx, pa.int64()))
+        return pc.take(self.references, pa.array(idx, pa.int64()))
 
 
 def read_lines(path: "str | os.PathLike", option: str = "input") -> list:

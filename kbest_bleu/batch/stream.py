@@ -13,8 +13,8 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .. import _compute as pc
 from .._arrow import from_numpy, one_array, to_numpy
 from ..bleu import BleuResult, corpus_score, sentence_scores
 from ..config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
@@ -220,7 +220,7 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
 
 def _as_type(arr: pa.Array, declared: pa.DataType) -> pa.Array:
     """A column read with another type than the input declares (dictionary-encoded) cast back."""
-    return arr if arr.type == declared else arr.cast(declared)
+    return arr if arr.type == declared else pc.cast(arr, declared)
 
 
 def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig] = None, *,
