@@ -13,9 +13,8 @@ from functools import lru_cache
 from typing import Any, Optional, Sequence
 
 import numpy as np
-import pyarrow as pa
 
-from ._arrow import string_buffers
+from ._arrow import from_strings, string_buffers
 from ._kernel_codes import RULES_13A, RULES_NONE, RULES_ZH, kernels
 from .config import BleuConfig
 from .errors import InputError
@@ -151,7 +150,7 @@ def _prepared_bytes(text: Any, cfg: BleuConfig, what: str) -> np.ndarray:
         elif cfg.tokenize == "char":  # sacrebleu's TokenizerChar: the characters joined by spaces
             text = " ".join(text.rstrip())
         return np.frombuffer(bytearray(text.encode("utf-8")), np.uint8)
-    data, offsets = string_buffers(prepare(pa.array([text], pa.string()), cfg.tokenize, cfg.lowercase)[0])
+    data, offsets = string_buffers(prepare(from_strings([text]), cfg.tokenize, cfg.lowercase)[0])
     return data[offsets[0]:offsets[1]].copy()
 
 

@@ -51,12 +51,14 @@ def test_python_whitespace_is_written_out_in_full():
 @pytest.mark.parametrize("engine", ["numpy", "kernels"])
 def test_a_score_job_never_imports_pandas_or_pyarrow_compute(tmp_path, engine):
     """pandas costs ~0.3 s of a small job when pyarrow pulls it in, pyarrow.compute ~30 ms of its
-    ~0.25 s: neither may be loaded, lowercased or not."""
+    ~0.25 s: neither may be loaded, lowercased or not, nor by a single call."""
     pytest.importorskip("pandas")
     code = ("import sys; from kbest_bleu.cli import main\n"
             "for opts in (['-t', 'none'], ['-t', '13a'], ['-t', '13a', '--lowercase']):\n"
             f"    assert main(['score', {str(SAMPLE)!r}, '-o', {str(tmp_path / 'o.parquet')!r}, '-q', '--engine', "
             f"{engine!r}] + opts) == 0\n"
+            "import kbest_bleu as kb\n"  # a single call with an Arrow-run tokenizer, lowercased
+            "assert kb.sentence_bleu('A b, c!', ['a b , c !'], tokenize='intl', lowercase=True) == 1.0\n"
             "print('pandas' in sys.modules, 'pyarrow.compute' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
