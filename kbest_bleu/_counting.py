@@ -740,17 +740,18 @@ def _text_run_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_p
                             matches, totals, hyp_len, ref_len)
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _rows_equal_owner(data, elem_off, row_off, owner):
     """Whether row r holds the same elements as row owner[r]: bool[n].
 
     A row is a run of variable-length elements: row r is elements row_off[r]:row_off[r+1],
     element e is the bytes data[elem_off[e]:elem_off[e+1]] (strings, or fixed-width integers
     viewed as bytes). Rows are equal when element count, element lengths and bytes are equal.
+    Serial (see :func:`_rows_with_bytes`).
     """
     n = owner.shape[0]
     same = np.ones(n, np.bool_)
-    for r in prange(n):
+    for r in range(n):
         o = owner[r]
         a, b, oa, ob = row_off[r], row_off[r + 1], row_off[o], row_off[o + 1]
         if o == r:
@@ -790,14 +791,16 @@ def _pair_stats(tok, hyp_ptr, seg_ptr, out_ptr, n_orders, n_threads):
     return matches, totals, hyp_len, ref_len
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _rows_with_bytes(data, offsets, wanted):
     """Whether each string data[offsets[r]:offsets[r+1]] holds a byte b with wanted[b]: bool[n].
-    ``wanted`` bool[256]; a branch-free byte scan in parallel over rows (Arrow's substring
-    match costs ~200 ns a row)."""
+    ``wanted`` bool[256]; a branch-free byte scan (Arrow's substring match costs ~200 ns a row).
+    Serial, as every kernel of the text's preparation: a batch job prepares the next chunk on
+    its reader thread beside the running kernels (numba's workqueue layer takes parallel
+    launches from one thread at a time)."""
     n = offsets.shape[0] - 1
     found = np.empty(n, np.bool_)
-    for r in prange(n):
+    for r in range(n):
         hit = False
         for i in range(offsets[r], offsets[r + 1]):
             hit |= wanted[_at(data, i)]
@@ -805,14 +808,14 @@ def _rows_with_bytes(data, offsets, wanted):
     return found
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _space_each_char(data, offsets):
     """Every UTF-8 character followed by a space (sacrebleu's ``char`` tokenizer joins the
-    characters of a line with spaces). Returns (bytes uint8[B'], offsets int64[n+1]);
-    parallel over rows: the output offsets come from the character counts."""
+    characters of a line with spaces). Returns (bytes uint8[B'], offsets int64[n+1]): the
+    output offsets come from the character counts. Serial (see :func:`_rows_with_bytes`)."""
     n = offsets.shape[0] - 1
     out_off = np.zeros(n + 1, np.int64)
-    for r in prange(n):
+    for r in range(n):
         chars = 0
         for i in range(offsets[r], offsets[r + 1]):
             if (data[i] & 0xC0) != 0x80:  # not a continuation byte: a character starts here
@@ -821,7 +824,7 @@ def _space_each_char(data, offsets):
     for r in range(n):
         out_off[r + 1] += out_off[r]
     out = np.empty(out_off[n], np.uint8)
-    for r in prange(n):
+    for r in range(n):
         o = out_off[r]
         a, b = offsets[r], offsets[r + 1]
         for i in range(a, b):

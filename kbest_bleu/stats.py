@@ -8,7 +8,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,7 @@ from .errors import InputError
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
 __all__ = ["COLD_NUMPY_ENGINE_BYTES", "NUMPY_ENGINE_BYTES", "SMALL_JOB_BYTES", "BleuStats", "check_group_pointers",
-           "counting_args", "kernels_compiled", "ngram_stats", "numpy_engine_suits", "segment_argmax", "segment_stats",
+           "counting_args", "kernels_compiled", "ngram_stats", "numpy_engine_suits", "segment_argmax", "segment_counter", "segment_stats",
            "set_threads", "stats_from_encoded", "stats_from_text", "text_kernel_stats", "thread_count", "threads_for"]
 
 SMALL_JOB_BYTES = 1 << 16  # below this many input bytes a job runs on the calling thread alone
@@ -237,16 +237,28 @@ def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.nd
     "numpy" (:mod:`kbest_bleu._numpy_counting`: the same numbers without loading numba, for
     small jobs; :func:`numpy_engine_suits`).
     """
+    return _text_counter(hypotheses, seg_refs, seg_hyp_ptr, configs, engine)()
+
+
+def _text_counter(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, configs: Sequence[BleuConfig],
+                  engine: str) -> Callable[[], BleuStats]:
+    """:func:`stats_from_text` in two steps: the text prepared now, counted when the returned
+    function is called."""
     n_orders, policy = counting_args(*configs)
     seg_hyp_ptr, seg_ref_ptr = np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), list_offsets(seg_refs)
+    hyp_text, rules = prepare(hypotheses, configs[0].tokenize, configs[0].lowercase, engine)
+    flat = pc.list_flatten(seg_refs)
+    ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else pc.cast(flat, pa.string()),
+                          configs[0].tokenize, configs[0].lowercase, engine)
     if engine == "numpy":
-        hyp_text, ref_text, rules = _prepared_text(hypotheses, seg_refs, configs[0], engine)
-        return BleuStats(*_numpy_counting.text_stats(hyp_text, ref_text, rules, seg_hyp_ptr, seg_ref_ptr, n_orders,
-                                                     policy))
-    with threads_for(hypotheses.nbytes + seg_refs.nbytes) as n_threads:  # the tokenizer's kernels too
-        hyp_text, ref_text, rules = _prepared_text(hypotheses, seg_refs, configs[0], engine)
-        return BleuStats(*text_kernel_stats(hyp_text, ref_text, seg_hyp_ptr, seg_ref_ptr, n_orders, policy, rules,
-                                            n_threads))
+        return lambda: BleuStats(*_numpy_counting.text_stats(hyp_text, ref_text, rules, seg_hyp_ptr, seg_ref_ptr,
+                                                             n_orders, policy))
+
+    def count() -> BleuStats:
+        with threads_for(hypotheses.nbytes + seg_refs.nbytes) as n_threads:
+            return BleuStats(*text_kernel_stats(hyp_text, ref_text, seg_hyp_ptr, seg_ref_ptr, n_orders, policy, rules,
+                                                n_threads))
+    return count
 
 
 def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.ndarray, seg_ref_ptr: np.ndarray,
@@ -276,15 +288,6 @@ def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.nd
     return out
 
 
-def _prepared_text(hypotheses: pa.Array, seg_refs: pa.Array, config: BleuConfig, engine: str) -> tuple:
-    """(hypotheses, flattened references, split rules) after :func:`kbest_bleu.tokenize.prepare`."""
-    hyp_text, rules = prepare(hypotheses, config.tokenize, config.lowercase, engine)
-    flat = pc.list_flatten(seg_refs)
-    ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else pc.cast(flat, pa.string()), config.tokenize,
-                          config.lowercase, engine)
-    return hyp_text, ref_text, rules
-
-
 def kernels_compiled() -> bool:
     """Whether the text kernel is compiled: in this process, or in numba's on-disk cache (False on
     a first run after install, or with a fresh ``NUMBA_CACHE_DIR``). Reads the cache's index only:
@@ -312,11 +315,26 @@ def segment_stats(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndar
     """Statistics of validated inputs (see :func:`stats_from_text` for the arguments): text takes
     the fused text kernel (or the numpy engine), pre-tokenized lists (list<string>) are encoded
     to ids first (always by the kernels)."""
+    return segment_counter(hypotheses, seg_refs, seg_hyp_ptr, *configs, engine=engine)()
+
+
+def segment_counter(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig,
+                    engine: str = "kernels") -> Callable[[], BleuStats]:
+    """:func:`segment_stats` in two steps: the work before counting is done now, the counting
+    when the returned function is called, so that a batch job prepares the next chunk on its
+    reader thread while this one is counted (DESIGN.md section 8, "Threads").
+
+    Now: text is prepared (tokenizer rules, 13a unescapes, lowercasing, the references
+    flattened: Arrow work and serial ``nogil`` kernels, never a parallel one, so that it may run
+    beside any kernel). At the call: the text kernel on the kernels' threads, or the numpy engine;
+    pre-tokenized lists (list<string>) are encoded and counted then (parallel kernels)."""
     if is_token_lists(hypotheses.type) or is_token_lists(seg_refs.type.value_type):
-        with threads_for(hypotheses.nbytes + seg_refs.nbytes):  # the encoder's kernels too
-            enc = encode(hypotheses, seg_refs, seg_hyp_ptr, configs[0].tokenize, configs[0].lowercase)
-            return stats_from_encoded(enc, *configs)
-    return stats_from_text(hypotheses, seg_refs, seg_hyp_ptr, *configs, engine=engine)
+        def encoded() -> BleuStats:
+            with threads_for(hypotheses.nbytes + seg_refs.nbytes):  # the encoder's kernels too
+                enc = encode(hypotheses, seg_refs, seg_hyp_ptr, configs[0].tokenize, configs[0].lowercase)
+                return stats_from_encoded(enc, *configs)
+        return encoded
+    return _text_counter(hypotheses, seg_refs, seg_hyp_ptr, configs, engine)
 
 
 def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, config: "BleuConfig | None" = None,

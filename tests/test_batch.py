@@ -341,13 +341,16 @@ def test_parquet_job_keeps_declared_column_types(tmp_path, hyp_type, engine):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monkeypatch, threads):
     """--threads 1 keeps the whole job on the calling thread; with 2, a job on the kernels (numba)
-    engine reads batches ahead and writes them behind on background threads. The scores are the same either way (equal to the
+    engine reads and prepares the next chunk on one background thread and writes behind on
+    another, counting on the calling thread. The scores are the same either way (equal to the
     in-memory path), in input order."""
     import threading
 
     import numba
 
     import kbest_bleu.batch.parquet as bp
+    import kbest_bleu.batch.stream as stream
+    import kbest_bleu.stats as stats
     rng = np.random.default_rng(threads)
     n = 3000
     hyps = [" ".join(rng.choice(list("abcde"), rng.integers(0, 9))) for _ in range(n)]
@@ -355,8 +358,9 @@ def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monke
     refs = [[" ".join(rng.choice(list("abcde"), 6))] for _ in range(n // 10)]
     p = _write(tmp_path, "in.parquet", pa.table({"segment_id": seg, "hypothesis": hyps,
                                                  "references": [refs[s] for s in seg]}))
-    where = {"read": set(), "write": set()}
+    where = {"read": set(), "write": set(), "prepare": set(), "count": set()}
     read, write = bp._read_batches, pq.ParquetWriter.write_batch
+    prepare, count = stream._prepare_chunk, stats.text_kernel_stats
 
     def reading(*args, **kwargs):
         for batch in read(*args, **kwargs):
@@ -367,8 +371,18 @@ def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monke
         where["write"].add(threading.get_ident())
         return write(self, batch, *args, **kwargs)
 
+    def preparing(*args, **kwargs):
+        where["prepare"].add(threading.get_ident())
+        return prepare(*args, **kwargs)
+
+    def counting(*args, **kwargs):
+        where["count"].add(threading.get_ident())
+        return count(*args, **kwargs)
+
     monkeypatch.setattr(bp, "_read_batches", reading)
     monkeypatch.setattr(pq.ParquetWriter, "write_batch", writing)
+    monkeypatch.setattr(stream, "_prepare_chunk", preparing)
+    monkeypatch.setattr(stats, "text_kernel_stats", counting)
     before = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
@@ -378,8 +392,70 @@ def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monke
     main_thread = {threading.get_ident()}
     if threads == 2 and numba.config.NUMBA_NUM_THREADS >= 2:
         assert where["read"] and where["write"] and main_thread.isdisjoint(where["read"] | where["write"])
+        assert where["prepare"] == where["read"] and where["count"] == main_thread
     elif threads == 1:
-        assert where["read"] == where["write"] == main_thread
+        assert where["read"] == where["write"] == where["prepare"] == where["count"] == main_thread
     got = pq.read_table(tmp_path / "o.parquet")["bleu"].to_numpy()
     want = kb.score_kbest(hyps, [refs[s] for s in seg], seg, tokenize="none")
     assert np.array_equal(got, want)
+
+
+def test_chunks_prepared_ahead_score_as_inline_and_fail_in_place():
+    """score_batches with an executor prepares the next chunk on it: the same output (13a
+    unescapes, lowercasing, extra smoothings, statistics), and an error in a later chunk is raised
+    after the earlier chunks' outputs, as inline."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(5)
+    words = ["a", "B", "&amp;", "&quot;", "c-d", "İ", "x.", "<skipped>"]
+    n = 2000
+    seg = np.arange(n) // 20
+    refs = [[" ".join(rng.choice(words, 7)) for _ in range(1 + s % 3)] for s in range(n // 20)]
+    t = pa.table({"segment_id": seg, "hypothesis": [" ".join(rng.choice(words, rng.integers(0, 9))) for _ in range(n)],
+                  "references": [refs[s] for s in seg]})
+    cfg = kb.BleuConfig(tokenize="13a", lowercase=True)
+    inline = pa.Table.from_batches(list(score_batches(t.to_batches(max_chunksize=333), cfg, stats=True,
+                                                      smoothings="1,3")))
+    with ThreadPoolExecutor(1) as pool:
+        ahead = pa.Table.from_batches(list(score_batches(t.to_batches(max_chunksize=333), cfg, stats=True,
+                                                         smoothings="1,3", ahead=pool)))
+    assert ahead.equals(inline)
+    assert np.array_equal(inline["bleu"].to_numpy(), kb.score_kbest(t["hypothesis"], refs, seg, config=cfg))
+    bad = t.set_column(2, "references", pa.array([refs[s] if s != 77 else [] for s in seg], pa.list_(pa.string())))
+    for pool in (None, ThreadPoolExecutor(1)):
+        out = score_batches(bad.to_batches(max_chunksize=333), cfg, ahead=pool)
+        rows = 0
+        with pytest.raises(kb.InputError, match="segment 77 .*has no references"):
+            for b in out:
+                rows += b.num_rows
+        assert 1300 <= rows < 77 * 20  # the chunks before segment 77's were scored first
+        if pool:
+            pool.shutdown()
+
+
+def test_chunk_preparation_launches_no_parallel_kernel(monkeypatch):
+    """The next chunk is prepared on the reader thread beside the kernels, and numba's workqueue
+    layer takes parallel launches from one thread at a time: every kernel the preparation calls,
+    for every tokenizer, is serial."""
+    import kbest_bleu.encode as encode
+    import kbest_bleu.tokenize as tokenize
+    from kbest_bleu._kernel_codes import kernels
+
+    called = set()
+
+    class Recorder:
+        def __getattr__(self, name):
+            called.add(name)
+            return getattr(kernels(), name)
+    monkeypatch.setattr(tokenize, "kernels", Recorder)
+    monkeypatch.setattr(encode, "kernels", Recorder)
+    t = pa.table({"segment_id": [0, 0, 1], "hypothesis": ["A &amp; b", "c-d 1.5", "x"],
+                  "references": [["a & b", "c d"]] * 2 + [["x y"]]})
+    for tok in kb.TOKENIZERS:
+        if tok in ("ja-mecab", "ko-mecab", "flores101", "flores200", "spm"):
+            continue  # Python packages, no kernel
+        for lc in (False, True):
+            list(score_batches(t.to_batches(max_chunksize=2), kb.BleuConfig(tokenize=tok, lowercase=lc)))
+    assert {"_rows_equal_owner", "_rows_with_bytes", "_space_each_char"} <= called
+    for name in called:
+        assert not getattr(kernels(), name).targetoptions.get("parallel"), name

@@ -158,18 +158,19 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
         scored = [columns.hypothesis] + ([columns.references] if references is None else [])
         batches = _checked(_guard_reads(_read_batches(pf, *batch_limits), src), columns, src, scored)
         batches = _bounded(batches, columns, references is None, batch_limits[1], src)
-        # With more than one thread, batch i+1 is read and checked on one background thread
-        # and batch i-1 written on another while batch i is scored: Arrow decodes and encodes
-        # a batch on one thread, releasing the GIL, and the kernels' segment chunks take the
-        # cores left. At most one batch waits at each end; a read or write error surfaces at
-        # the next batch or at the end. With one thread (--threads 1), everything runs inline.
+        # With more than one thread, the next chunk of segments is read, checked and prepared
+        # (its text tokenized, references gathered) on one background thread and batch i-1
+        # written on another while chunk i is counted: Arrow decodes, prepares and encodes
+        # releasing the GIL, and the kernels' segment runs take the cores left. At most one
+        # chunk waits at each end; a read or write error surfaces at the next chunk or at the
+        # end. With one thread (--threads 1), everything runs inline.
         overlap = engine == "kernels" and thread_count() > 1  # numpy engine jobs run inline: small, or a first run
         with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as background:
             written = None
-            for out in score_batches(_ahead(batches, reader) if overlap else batches, cfg, columns=columns,
-                                     references=references, stats=stats, smoothings=smoothings, metrics=metrics,
-                                     tally=tally, source=str(src), schema=None if direct else declared,
-                                     engine=engine):
+            for out in score_batches(batches, cfg, columns=columns, references=references, stats=stats,
+                                     smoothings=smoothings, metrics=metrics, tally=tally, source=str(src),
+                                     schema=None if direct else declared, engine=engine,
+                                     ahead=reader if overlap else None):
                 if writer is None:
                     writer = _writer(sink, out.schema, compression, store_schema=not direct)
                 if written is not None:
@@ -194,19 +195,6 @@ def _text_bytes_declared(pf: pq.ParquetFile, columns: Columns, with_references: 
     meta = pf.metadata
     return sum(group.column(j).total_uncompressed_size for group in map(meta.row_group, range(meta.num_row_groups))
                for j in range(group.num_columns) if group.column(j).path_in_schema.split(".")[0] in names)
-
-
-def _ahead(items: Iterator[Any], pool: ThreadPoolExecutor) -> Iterator[Any]:
-    """``items`` in order, each next one produced on ``pool`` while the caller uses the current
-    one; an exception raised producing an item is raised here, in its place."""
-    done = object()
-    coming = pool.submit(next, items, done)
-    while True:
-        item = coming.result()
-        if item is done:
-            return
-        coming = pool.submit(next, items, done)
-        yield item
 
 
 def check_schema(schema: pa.Schema, columns: Columns, with_references: bool, source: str,

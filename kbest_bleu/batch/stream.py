@@ -8,8 +8,9 @@ next batch), and output batches leave in input order. See DESIGN.md section 2.
 from __future__ import annotations
 
 import json
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -22,11 +23,11 @@ from ..encode import (check_contiguous, check_segment_keys, hypotheses_array, ke
                       run_starts, segment_references)
 from ..errors import InputError
 from ..metrics.base import Metric
-from ..stats import BleuStats, segment_argmax, segment_stats
+from ..stats import BleuStats, segment_argmax, segment_counter
 from .references import Columns, ReferenceTable, require_columns
 
-__all__ = ["COMPRESSIONS", "META_SEGMENT", "Summary", "Tally", "output_schema", "score_batches", "score_columns",
-           "score_table"]
+__all__ = ["COMPRESSIONS", "META_SEGMENT", "Summary", "Tally", "output_schema", "produced_ahead", "score_batches",
+           "score_columns", "score_table"]
 
 COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
 META_SIGNATURE = b"kbest_bleu.signature"
@@ -167,13 +168,26 @@ def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool, smoothings
     return pa.schema(list(schema) + fields, metadata=meta)
 
 
-def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, scored: list, columns: Columns,
-                 references: Optional[ReferenceTable], with_stats: bool, schema: pa.Schema, tally: Optional[Tally],
-                 source: str, metrics: Sequence[Metric] = (), engine: str = "kernels") -> pa.RecordBatch:
-    """Score a table of whole segments (``starts``: first row of each) into one output batch;
-    ``scored``: the BLEU columns (:func:`score_columns`), the first one's config drives the rest;
-    ``metrics``: more metrics, each scoring the same segments (DESIGN.md section 6)."""
-    cfg = scored[0][1]
+@dataclass
+class _Chunk:
+    """A table of whole segments, checked and prepared for counting (:func:`_prepare_chunk`)."""
+
+    table: pa.Table
+    seg_ptr: np.ndarray  # int64[S+1] row pointers of the segments
+    row0: int  # the table's first row in the stream
+    hyps: pa.Array
+    refs: pa.Array  # list<string>, each segment's references
+    n_refs: np.ndarray  # int[S]
+    count: Callable[[], BleuStats]  # the counting left to do (:func:`~kbest_bleu.stats.segment_counter`)
+    inputs: list  # the input columns, of the types the output declares
+    schema: pa.Schema  # the output's
+
+
+def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, scored: list, columns: Columns,
+                   references: Optional[ReferenceTable], schema: pa.Schema, source: str, engine: str) -> _Chunk:
+    """Check a table of whole segments (``starts``: first row of each) and prepare it for
+    counting; ``scored``: the BLEU columns (:func:`score_columns`), the first one's config
+    drives the rest. No parallel kernel runs here (it may run beside the kernels)."""
     n = chunk.num_rows
     seg_ptr = np.append(starts, n)
     where = f"{source}, rows {row0}-{row0 + n - 1}"
@@ -198,15 +212,24 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
         raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
                          "references; expected at least one per segment in a batch job (an empty string '' is a "
                          "valid, empty reference)")
-    stats = segment_stats(hyps, refs, seg_ptr, *(c for _, c in scored), engine=engine)
+    count = segment_counter(hyps, refs, seg_ptr, *(c for _, c in scored), engine=engine)
+    inputs = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
+    return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, inputs, schema)
+
+
+def _score_chunk(chunk: _Chunk, scored: list, columns: Columns, with_stats: bool, tally: Optional[Tally],
+                 metrics: Sequence[Metric] = ()) -> pa.RecordBatch:
+    """Count and score a prepared chunk into one output batch; ``metrics``: more metrics, each
+    scoring the same segments (DESIGN.md section 6)."""
+    cfg = scored[0][1]
+    stats = chunk.count()
     bleu = sentence_scores(stats, cfg)
     if tally is not None:
         score = None
         if columns.score is not None:
-            score = to_numpy(chunk[columns.score]).astype(np.float64)
-        tally.add(stats, bleu, seg_ptr, score, n_refs)
-    arrays = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
-    arrays.append(from_numpy(bleu))
+            score = to_numpy(chunk.table[columns.score]).astype(np.float64)
+        tally.add(stats, bleu, chunk.seg_ptr, score, chunk.n_refs)
+    arrays = chunk.inputs + [from_numpy(bleu)]
     arrays += [from_numpy(sentence_scores(stats, c)) for _, c in scored[1:]]
     if with_stats:
         n_ord = cfg.max_order
@@ -214,8 +237,8 @@ def _score_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, s
         arrays += [from_numpy(stats.totals[:, i]) for i in range(n_ord)]
         arrays += [from_numpy(stats.hyp_len), from_numpy(stats.ref_len)]
     for metric in metrics:
-        arrays += metric.score_segments(hyps, refs, seg_ptr, chunk, with_stats)
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+        arrays += metric.score_segments(chunk.hyps, chunk.refs, chunk.seg_ptr, chunk.table, with_stats)
+    return pa.RecordBatch.from_arrays(arrays, schema=chunk.schema)
 
 
 def _as_type(arr: pa.Array, declared: pa.DataType) -> pa.Array:
@@ -223,11 +246,24 @@ def _as_type(arr: pa.Array, declared: pa.DataType) -> pa.Array:
     return arr if arr.type == declared else pc.cast(arr, declared)
 
 
+def produced_ahead(items: Iterator[Any], pool: Executor) -> Iterator[Any]:
+    """``items`` in order, each next one produced on ``pool`` (one thread) while the caller uses
+    the current one; an exception raised producing an item is raised here, in its place."""
+    done = object()
+    coming = pool.submit(next, items, done)
+    while True:
+        item = coming.result()
+        if item is done:
+            return
+        coming = pool.submit(next, items, done)
+        yield item
+
+
 def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig] = None, *,
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
                   smoothings: Sequence = (), tally: Optional[Tally] = None, source: str = "input",
                   schema: Optional[pa.Schema] = None, metrics: Sequence[Metric] = (),
-                  engine: str = "kernels") -> Iterator[pa.RecordBatch]:
+                  engine: str = "kernels", ahead: Optional[Executor] = None) -> Iterator[pa.RecordBatch]:
     """Score a stream of record batches; yields output batches (input columns + ``bleu``, plus
     ``bleu_s<n>`` for each extra smoothing in ``smoothings`` (:func:`score_columns`) and the
     statistics with ``stats``, and the columns of each of ``metrics``: built
@@ -239,9 +275,23 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
     ``schema``: the declared input schema, when the batches were read with other column types
     (references as dictionary-encoded strings); the output keeps the declared types.
     ``engine``: "kernels" (numba) or "numpy", for small jobs (:func:`kbest_bleu.stats.numpy_engine_suits`).
+    ``ahead``: a one-thread executor on which the next chunk of segments is taken from
+    ``batches``, checked and prepared while the current one is counted and scored (the parquet
+    job's reader thread; no parallel kernel runs there); None does everything on the calling thread.
     """
     cfg = config or BleuConfig()
     scored = score_columns(cfg, smoothings)
+    chunks = _prepared_chunks(batches, cfg, scored, columns, references, stats, smoothings, source, schema, metrics,
+                              engine)
+    for chunk in chunks if ahead is None else produced_ahead(chunks, ahead):
+        yield _score_chunk(chunk, scored, columns, stats, tally, metrics)
+
+
+def _prepared_chunks(batches: Iterable[pa.RecordBatch], cfg: BleuConfig, scored: list, columns: Columns,
+                     references: Optional[ReferenceTable], stats: bool, smoothings: Sequence, source: str,
+                     schema: Optional[pa.Schema], metrics: Sequence[Metric], engine: str) -> Iterator[_Chunk]:
+    """The batches regrouped into tables of whole segments, each checked and prepared
+    (:func:`_prepare_chunk`); the arguments are :func:`score_batches`'s."""
     out_schema = None
     pending: Optional[pa.Table] = None  # rows of the segment still open at the end of the last batch
     seen: set = set()
@@ -271,8 +321,8 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
             done = starts[:-1]
             labels = key_labels(keys, done)
             check_contiguous(labels, seen, done + row0, source)
-            yield _score_chunk(table.slice(0, last), done, labels, row0, scored, columns, references, stats,
-                               out_schema, tally, source, metrics, engine)
+            yield _prepare_chunk(table.slice(0, last), done, labels, row0, scored, columns, references, out_schema,
+                                 source, engine)
             row0 += last
         pending = table.slice(last)
     if pending is not None and pending.num_rows:
@@ -280,8 +330,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
         starts = np.zeros(1, np.int64)
         labels = key_labels(keys, starts)
         check_contiguous(labels, seen, starts + row0, source)
-        yield _score_chunk(pending, starts, labels, row0, scored, columns, references, stats, out_schema, tally,
-                           source, metrics, engine)
+        yield _prepare_chunk(pending, starts, labels, row0, scored, columns, references, out_schema, source, engine)
 
 
 def score_table(table: Any, config: Optional[BleuConfig] = None, **kwargs: Any) -> Any:
