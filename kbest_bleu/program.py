@@ -20,9 +20,16 @@ def _command_process() -> None:
     workqueue threading layer unless NUMBA_THREADING_LAYER says otherwise (the command launches
     parallel kernels from its main thread only, and OpenMP's layer cost 20% more CPU on 2 cores
     with the read-ahead and write-behind threads; Spark's Python workers inherit the setting and
-    launch from one thread each too), and no BLAS probe (:func:`skip_blas_probe`)."""
+    launch from one thread each too), no BLAS probe (:func:`skip_blas_probe`), and one OpenBLAS
+    thread unless OPENBLAS_NUM_THREADS says otherwise: numpy's OpenBLAS starts a thread per
+    further core when numpy is imported, and each spins ~0.1 s of CPU before it sleeps, whether
+    or not any BLAS call follows (a 5,000-row job: 0.31 -> 0.18 s of CPU, 0.22 -> 0.185 s wall,
+    medians of 8; README, "Threads"). The commands' linear algebra is small (tuning's ~15
+    features, bootstrap resamples of per-segment statistics): one thread serves it."""
     if "numba" not in sys.modules:  # numba reads its threading layer when it is imported
         os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+    if "numpy" not in sys.modules:  # OpenBLAS reads its thread count when numpy loads it
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     skip_blas_probe()
 
 
