@@ -9,9 +9,10 @@ compiled (as pip does at install). Jobs under 4 MiB of text
 run on the numpy engine by default; the same command with ``--engine kernels`` is timed beside
 them. ``--threads 1`` runs the whole job on one thread. Last, each of three commands runs once
 with an empty numba cache (a first run after install). Rounds are interleaved (every
-tool of every job once per round, then the next round) and each figure is the median over rounds;
-the 1-minute load average is recorded at the start of every round. The peer on the 2M-row job runs
-in the first round only (~1 minute per run). Single-call latency (median, p99 of 10,000 calls on
+tool of every job once per round, then the next round; the jobs under 100,000 rows, which take
+0.2-1 s and vary most, ``SMALL_REPEATS`` times per round) and each figure is the median over all
+runs; the 1-minute load average is recorded at the start of every round. From 200,000 rows on the peer
+runs in the first and last rounds (6-20 s a run); the 2M-row job's peer figure is the 200k job's x 10. Single-call latency (median, p99 of 10,000 calls on
 distinct real pairs) runs in one process per tool. Peer scores are checked against plain
 ``sacrebleu.sentence_bleu`` on 2,000 sampled rows, and kbest_bleu's against the peer's on all rows.
 """
@@ -93,28 +94,35 @@ def _commands(path: Path, tok: str, out: str) -> dict:
             "I/O floor": [PY, str(HERE / "io_floor.py"), str(path), out]}
 
 
+SMALL_REPEATS = 5  # runs per round of each tool on the jobs under 100,000 rows
+
+
 def rounds(jobs: list, n_rounds: int, tmp: str) -> tuple:
-    """Interleaved rounds. The peer runs every round on the small jobs and in the first round only
-    from 200k rows on (~1 minute a run on a loaded machine); on the 2M job not at all (it is the
+    """Interleaved rounds. The peer runs every round on the small jobs and in the first and last
+    rounds from 200k rows on (6-20 s a run); on the 2M job not at all (it is the
     200k job ten times over: its figure is the 200k run's x 10, marked as extrapolated). One
-    thread is measured from 200k rows on."""
+    thread is measured from 200k rows on. The small jobs' tools run SMALL_REPEATS times a round,
+    interleaved, the order rotated each time."""
     times: dict = {}
+    runs: dict = {}  # (job, tool) -> "round.repeat" of each time, to pair tools run side by side
     loads = []
     for r in range(n_rounds):
         loads.append(os.getloadavg()[0])
         for j, (name, path, tok) in enumerate(jobs):
             n_rows = pq.ParquetFile(path).metadata.num_rows
-            tools = [t for t in _commands(path, tok, "") if (t != "peer" or n_rows < 100_000 or r == 0)
+            tools = [t for t in _commands(path, tok, "") if (t != "peer" or n_rows < 100_000 or r in (0, n_rounds - 1))
                      and not (t == "peer" and n_rows > 1_000_000) and (t != "kbest_bleu --threads 1" or
                                                                      (n_rows >= 200_000 and tok == "none") or j == 4)
                      and (t != "kbest_bleu --engine kernels" or n_rows < 100_000)]
-            tools = tools[r % len(tools):] + tools[:r % len(tools)]  # rotate the order within a round
-            for tool in tools:
+            repeats = SMALL_REPEATS if n_rows < 100_000 else 1
+            order = [tools[(r + i) % len(tools):] + tools[:(r + i) % len(tools)] for i in range(repeats)]
+            for i, tool in ((i, t) for i, rotated in enumerate(order) for t in rotated):  # rotated each repeat
                 cmd = _commands(path, tok, f"{tmp}/{j}_{tool.split()[0].replace('/', '')}.parquet")[tool]
                 times.setdefault((j, tool), []).append(_wall(cmd))
+                runs.setdefault((j, tool), []).append(f"{r}.{i}")
                 print(f"round {r} load {loads[-1]:.1f} | {name} -t {tok} | {tool}: {times[(j, tool)][-1]:.2f} s",
                       file=sys.stderr, flush=True)
-    return times, loads
+    return times, runs, loads
 
 
 def check_scores(jobs: list, tmp: str) -> list:
@@ -168,13 +176,22 @@ def single_calls(path: Path) -> list:
     return rows
 
 
-def report(jobs, times, loads, checks, singles, firsts) -> str:
+def _advantage(times: dict, runs: dict, j: int) -> float:
+    """Median over the runs of job j that the peer shares (same round and repeat) of peer / kbest_bleu;
+    the 2M job's peer run is the 200k job's (index 2) of the same round x 10."""
+    peer_job, scale = (j, 1) if (j, "peer") in times else (2, 10)
+    peer = dict(zip(runs[(peer_job, "peer")], times[(peer_job, "peer")]))
+    ours = dict(zip(runs[(j, "kbest_bleu")], times[(j, "kbest_bleu")]))
+    return statistics.median(scale * peer[run] / ours[run] for run in peer if run in ours)
+
+
+def report(jobs, times, runs, loads, checks, singles, firsts) -> str:
     med = {k: statistics.median(v) for k, v in times.items()}
     lines = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; 1-minute load average at the start of each "
              f"round: {', '.join(f'{x:.1f}' for x in loads)} (the machine is shared)", "",
              "| job (whole process, wall s, median) | tok | kbest_bleu (2 threads) | 1 thread | 2 vs 1 thread | "
-             "`--engine kernels` | best peer pipeline | advantage (same round) | I/O floor | kbest_bleu / floor | rounds | "
+             "`--engine kernels` | best peer pipeline | advantage (same round) | I/O floor | kbest_bleu / floor | runs | "
              "max abs diff vs peer | peer vs sacrebleu |", "|---" * 13 + "|"]
     for j, (name, _, tok) in enumerate(jobs):
         kb, floor = med[(j, "kbest_bleu")], med[(j, "I/O floor")]
@@ -185,8 +202,7 @@ def report(jobs, times, loads, checks, singles, firsts) -> str:
         peer_runs, star = times.get((j, "peer")), ""
         if peer_runs is None:  # the 2M job: the 200k job (index 2) ten times over
             peer_runs, star = [10 * t for t in times[(2, "peer")]], " (200k x 10, extrapolated)"
-        # the advantage compares runs of the same round (the load moves between rounds)
-        ratio = statistics.median(p / k for p, k in zip(peer_runs, times[(j, "kbest_bleu")]))
+        ratio = _advantage(times, runs, j)  # runs of the same round: the load moves between rounds
         lines.append(f"| {name} | {tok} | {kb:.2f} | {threads} | {statistics.median(peer_runs):.2f}{star} | "
                      f"**{ratio:.1f}x** | {floor:.2f} | {kb / floor:.2f}x | {len(times[(j, 'kbest_bleu')])} / peer "
                      f"{len(times.get((j, 'peer'), []))} | {checks[j][0]:.1e} | {checks[j][1]:.1e} |")
@@ -219,8 +235,9 @@ def main() -> None:
     a = ap.parse_args()
     if a.report:
         raw = json.loads(Path(a.report).read_text())
-        times = {(int(k.split("|")[0]), k.split("|")[1]): v for k, v in raw["times"].items()}
-        print(report(_jobs(), times, raw["loads"], raw["checks"], raw["singles"], raw.get("firsts", [])))
+        times, runs = ({(int(k.split("|")[0]), k.split("|")[1]): v for k, v in raw[key].items()}
+                       for key in ("times", "runs"))
+        print(report(_jobs(), times, runs, raw["loads"], raw["checks"], raw["singles"], raw.get("firsts", [])))
         return
     jobs = _jobs()
     # bytecode of the package's modules, as pip writes it at install; an editable checkout run
@@ -228,17 +245,17 @@ def main() -> None:
     compileall.compile_dir(str(HERE.parent / "kbest_bleu"), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         _wall([KB, "warmup"])  # the numba cache is filled
-        times, loads = rounds(jobs, a.rounds, tmp)
+        times, runs, loads = rounds(jobs, a.rounds, tmp)
+        raw = {key: {f"{j}|{t}": v for (j, t), v in d.items()} for key, d in (("times", times), ("runs", runs))}
         if a.json:  # the raw times first: the checks below take a while
-            Path(a.json).write_text(json.dumps({"times": {f"{j}|{t}": v for (j, t), v in times.items()},
-                                                "loads": loads}))
+            Path(a.json).write_text(json.dumps({**raw, "loads": loads}))
         checks = check_scores(jobs, tmp)
     singles = single_calls(jobs[4][1])
     firsts = first_runs(jobs)
     if a.json:
-        Path(a.json).write_text(json.dumps({"times": {f"{j}|{t}": v for (j, t), v in times.items()}, "loads": loads,
-                                            "checks": checks, "singles": singles, "firsts": firsts}))
-    print(report(jobs, times, loads, checks, singles, firsts))
+        Path(a.json).write_text(json.dumps({**raw, "loads": loads, "checks": checks, "singles": singles,
+                                            "firsts": firsts}))
+    print(report(jobs, times, runs, loads, checks, singles, firsts))
 
 
 if __name__ == "__main__":
