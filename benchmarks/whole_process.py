@@ -176,13 +176,17 @@ def single_calls(path: Path) -> list:
     return rows
 
 
-def _advantage(times: dict, runs: dict, j: int) -> float:
-    """Median over the runs of job j that the peer shares (same round and repeat) of peer / kbest_bleu;
-    the 2M job's peer run is the 200k job's (index 2) of the same round x 10."""
-    peer_job, scale = (j, 1) if (j, "peer") in times else (2, 10)
-    peer = dict(zip(runs[(peer_job, "peer")], times[(peer_job, "peer")]))
+def _peer(times: dict, runs: dict, j: int) -> tuple[dict, str]:
+    """The peer's time of job j by run ("round.repeat") and a label: the 2M job's is the 200k job's
+    (index 2) of the same run x 10, marked as extrapolated."""
+    peer_job, scale, label = (j, 1, "") if (j, "peer") in times else (2, 10, " (200k x 10, extrapolated)")
+    return {run: scale * t for run, t in zip(runs[(peer_job, "peer")], times[(peer_job, "peer")])}, label
+
+
+def _advantage(peer: dict, times: dict, runs: dict, j: int) -> float:
+    """Median of peer / kbest_bleu over the runs of job j the peer shares (same round and repeat)."""
     ours = dict(zip(runs[(j, "kbest_bleu")], times[(j, "kbest_bleu")]))
-    return statistics.median(scale * peer[run] / ours[run] for run in peer if run in ours)
+    return statistics.median(peer[run] / ours[run] for run in peer if run in ours)
 
 
 def report(jobs, times, runs, loads, checks, singles, firsts) -> str:
@@ -199,11 +203,9 @@ def report(jobs, times, runs, loads, checks, singles, firsts) -> str:
         threads = f"{one:.2f} | {one / kb:.2f}x" if one else "- | -"
         kernels = med.get((j, "kbest_bleu --engine kernels"))
         threads += f" | {kernels:.2f}" if kernels else " | -"
-        peer_runs, star = times.get((j, "peer")), ""
-        if peer_runs is None:  # the 2M job: the 200k job (index 2) ten times over
-            peer_runs, star = [10 * t for t in times[(2, "peer")]], " (200k x 10, extrapolated)"
-        ratio = _advantage(times, runs, j)  # runs of the same round: the load moves between rounds
-        lines.append(f"| {name} | {tok} | {kb:.2f} | {threads} | {statistics.median(peer_runs):.2f}{star} | "
+        peer, star = _peer(times, runs, j)
+        ratio = _advantage(peer, times, runs, j)  # runs of the same round: the load moves between rounds
+        lines.append(f"| {name} | {tok} | {kb:.2f} | {threads} | {statistics.median(peer.values()):.2f}{star} | "
                      f"**{ratio:.1f}x** | {floor:.2f} | {kb / floor:.2f}x | {len(times[(j, 'kbest_bleu')])} / peer "
                      f"{len(times.get((j, 'peer'), []))} | {checks[j][0]:.1e} | {checks[j][1]:.1e} |")
     lines += ["", "| single call (10,000 distinct real 20-30-word pairs) | tok | load | median us | p99 us | max us |",

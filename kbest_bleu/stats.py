@@ -32,8 +32,9 @@ from .errors import InputError
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
 __all__ = ["COLD_NUMPY_ENGINE_BYTES", "NUMPY_ENGINE_BYTES", "SMALL_JOB_BYTES", "BleuStats", "check_group_pointers",
-           "counting_args", "kernels_compiled", "ngram_stats", "numpy_engine_suits", "segment_argmax", "segment_counter", "segment_stats",
-           "set_threads", "stats_from_encoded", "stats_from_text", "text_kernel_stats", "thread_count", "threads_for"]
+           "counting_args", "kernels_compiled", "ngram_stats", "numpy_engine_suits", "segment_argmax",
+           "segment_counter", "segment_stats", "set_threads", "stats_from_encoded", "stats_from_text",
+           "text_kernel_stats", "thread_count", "threads_for"]
 
 SMALL_JOB_BYTES = 1 << 16  # below this many input bytes a job runs on the calling thread alone
 # below this many bytes of hypothesis and reference text, a whole job is faster on the numpy

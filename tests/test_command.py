@@ -49,10 +49,10 @@ def test_the_program_keeps_its_exit_status_and_message(tmp_path):
     assert "missing.parquet: no such file" in out.stderr
 
 
-def _settings(code: str, env: dict | None = None) -> list:
-    """The words a fresh Python process prints running ``code``; NUMBA_THREADING_LAYER unset
-    unless ``env`` sets it."""
-    base = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+def _settings(code: str, env: dict | None = None, unset: tuple = ("NUMBA_THREADING_LAYER",)) -> list:
+    """The words a fresh Python process prints running ``code``; the variables ``unset`` removed
+    unless ``env`` sets them."""
+    base = {k: v for k, v in os.environ.items() if k not in unset}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**base, **(env or {})})
     assert run.returncode == 0, run.stderr
     return run.stdout.split()
@@ -96,25 +96,16 @@ def test_the_users_threading_layer_wins():
     assert _settings(code, {"NUMBA_THREADING_LAYER": "omp"}) == ["omp"]
 
 
-def _unset(*names: str) -> dict:
-    return {k: v for k, v in os.environ.items() if k not in names}
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc")
 def test_the_program_starts_no_openblas_threads():
     """The program's process imports numpy with one OpenBLAS thread: no thread besides the main
     one (OpenBLAS's would spin ~0.1 s of CPU each); a library caller's numpy keeps its threads,
     and the user's OPENBLAS_NUM_THREADS wins."""
     count = "import numpy, os\nprint(os.environ.get('OPENBLAS_NUM_THREADS', '-'), len(os.listdir('/proc/self/task')))"
-    env = _unset("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
-    run = subprocess.run([sys.executable, "-c", PROCESS + count], capture_output=True, text=True, env=env)
-    assert run.stdout.split() == ["1", "1"], run.stderr
-    run = subprocess.run([sys.executable, "-c", PROCESS + count], capture_output=True, text=True,
-                         env={**env, "OPENBLAS_NUM_THREADS": "2"})
-    assert run.stdout.split()[0] == "2", run.stderr
-    run = subprocess.run([sys.executable, "-c", "import kbest_bleu.cli\n" + count], capture_output=True, text=True,
-                         env=env)  # a library caller: numpy's BLAS as it comes
-    assert run.stdout.split()[0] == "-", run.stderr
+    unset = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+    assert _settings(PROCESS + count, unset=unset) == ["1", "1"]
+    assert _settings(PROCESS + count, {"OPENBLAS_NUM_THREADS": "2"}, unset)[0] == "2"
+    assert _settings("import kbest_bleu.cli\n" + count, unset=unset)[0] == "-"  # a library caller: numpy's BLAS as it comes
 
 
 def _full_stdout(code: str) -> subprocess.CompletedProcess:

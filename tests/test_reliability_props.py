@@ -1,7 +1,7 @@
 """Issue 15, property: random parquet schemas and values (column types, nulls, NaN/inf, invalid
 UTF-8, empty and long strings) given to the ``score`` job either score with every BLEU finite in
-[0, 1] (above 1 only under NLTK's methods 5 and 7, as NLTK) and as many output rows as input rows, or fail with InputError
-and leave no output file. Any other exception is a bug."""
+[0, 1] (above 1 only under NLTK's methods 5 and 7, as NLTK) and as many output rows as input
+rows, or fail with InputError and leave no output file. Any other exception is a bug."""
 
 from __future__ import annotations
 
