@@ -48,8 +48,9 @@ def skip_blas_probe() -> None:
 
     numba's numpy registry, when imported, imports ``scipy.linalg`` to see whether ``np.dot`` may
     use BLAS: 0.3 s per process where scipy is installed. It is imported before a compile, and
-    while a cached kernel loads if the kernel's environment lives in it; both happen under
-    :func:`blas_probe_skipped` (:mod:`kbest_bleu._numba_cache`), so the probe finds no BLAS:
+    while a cached kernel loads if the kernel's environment lives in it and numba's loader is
+    not the one :mod:`kbest_bleu._numba_cache` knows; both happen under
+    :func:`blas_probe_skipped`, so the probe finds no BLAS:
     numba's jitted ``np.dot`` of vectors uses its own loop; anything that needs BLAS later
     imports it then. A library caller keeps numba's default.
     """

@@ -109,20 +109,35 @@ print(compiled)
 
 def test_cached_kernels_load_without_numbas_compiler_registries(tmp_path):
     """A job on cached kernels skips numba's registries (typed containers, polynomials, ...: ~0.2 s
-    a process); its output equals the in-process job's, and a compile later in the same process
-    still finds every registry (numba's compiler refreshes them itself)."""
+    a process) and the numba modules that only lend globals to its library functions'
+    environments (``numba.np.arrayobj``: ~0.07 s); its output equals the in-process job's. Later
+    in the same process a compile still finds every registry (numba's compiler refreshes them
+    itself), and a function calling the same library functions (np.zeros, np.empty, min) compiles,
+    raises their errors, is saved to its cache and loads from it in the next process."""
     from kbest_bleu.cli import main
     assert main(["score", str(SAMPLE), "-t", "13a", "-q", "--engine", "kernels", "-o",
                  str(tmp_path / "a.parquet")]) == 0
-    code = (f"import sys\nfrom kbest_bleu.cli import main\n"
+    (tmp_path / "later.py").write_text(
+        "import numpy as np\nfrom numba import njit, typed\n"
+        "@njit(cache=True)\ndef later(a, n):\n    d = typed.Dict()\n    d[1] = np.sum(a)\n"
+        "    z = np.zeros(n, np.int64)\n    e = np.empty(n, np.int32)\n    e[:] = 2\n"
+        "    return d[1] + z.sum() + min(e.min(), 5)\n")
+    code = (f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nfrom kbest_bleu.cli import main\n"
             f"assert main(['score', {str(SAMPLE)!r}, '-t', '13a', '-q', '--engine', 'kernels', '-o', "
             f"{str(tmp_path / 'b.parquet')!r}]) == 0\n"
-            "print('numba.typed.typeddict' in sys.modules, 'numba.np.polynomial' in sys.modules)\n"
-            "import numpy as np\nfrom numba import njit, typed\n"
-            "@njit\ndef later(a):\n    d = typed.Dict()\n    d[1] = np.sum(a)\n    return d[1]\n"
-            "print(later(np.arange(5.0)))\n")
+            "print('numba.typed.typeddict' in sys.modules, 'numba.np.polynomial' in sys.modules, "
+            "'numba.np.arrayobj' in sys.modules)\n"
+            "import numpy as np\nfrom later import later\n"
+            "print(later(np.arange(5.0), 3), len(later.stats.cache_hits))\n"
+            "try:\n    later(np.arange(5.0), -1)\nexcept ValueError as exc:\n    print(str(exc).replace(' ', '_'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split()[-3:] == ["False", "False", "10.0"]
+    assert out.stdout.split()[-6:] == ["False", "False", "False", "12.0", "0", "negative_dimensions_not_allowed"]
+    again = subprocess.run([sys.executable, "-c", f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
+                            "import numpy as np\nfrom later import later\n"
+                            "print(later(np.arange(5.0), 3), len(later.stats.cache_hits))\n"],
+                           capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.split() == ["12.0", "1"]  # saved by the first process, loaded here
     import pyarrow.parquet as pq
     assert pq.read_table(tmp_path / "a.parquet").equals(pq.read_table(tmp_path / "b.parquet"))
