@@ -1,7 +1,7 @@
 """The codes the counting kernels take as arguments, and the kernels module loaded on first use.
 
 Importing :mod:`kbest_bleu._counting` imports numba and, at the first call, loads its cached
-kernels: ~0.5 s per process, more than a small job's whole scoring. The core modules reach the
+kernels: ~0.2 s per process, more than a small job's whole scoring. The core modules reach the
 kernels through :func:`kernels`, so that a job run by the numpy engine
 (:mod:`kbest_bleu._numpy_counting`) never pays that cost.
 """

@@ -1,6 +1,6 @@
 """Clipped n-gram statistics without numba, for small jobs: Arrow's hashing and RE2, and numpy.
 
-A process's first numba kernel costs ~0.5 s (importing numba, loading the cached machine code),
+A process's first numba kernel costs ~0.2 s (importing numba, loading the cached machine code),
 and a first run after install compiles for ~12 s; this engine scores 20,000 rows in ~0.2 s
 (``none``) to ~0.4 s (``13a``), 10-20 us per row against the kernels' ~3. The statistics equal
 :func:`kbest_bleu.stats.text_kernel_stats`'s integer for integer (tests/test_numpy_counting.py checks both against a slow reference and sacrebleu):

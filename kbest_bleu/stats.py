@@ -303,7 +303,7 @@ def kernels_compiled() -> bool:
 def numpy_engine_suits(configs: Sequence[BleuConfig], n_bytes: int) -> bool:
     """Whether a job of ``n_bytes`` of text scored under ``configs`` is better served by the
     numpy engine than by the kernels: below :data:`NUMPY_ENGINE_BYTES` the kernels' fixed cost
-    (~0.5 s: numba and its cached code) exceeds the numpy engine's extra time; below
+    (~0.2 s: numba and its cached code) exceeds the numpy engine's extra time; below
     :data:`COLD_NUMPY_ENGINE_BYTES` when the kernels are not compiled yet (~12 s). Never when a
     tokenizer needs a kernel (``char``)."""
     if any(c.tokenize == "char" for c in configs):
