@@ -27,9 +27,11 @@ environments of numba's own library functions that the kernels call (``np.empty`
 ``np.zeros``'s in ``numba.np.arrayobj``, ``min``/``sum`` in ``numba.np.arraymath``, ~0.07 s per
 process, a seventh of a 200,000-row job): such an environment is built with globals that name the
 module and hold nothing else. A nopython function never reads its environment's globals (only
-object mode's lowering does; the consts, which exceptions and boxing use, are restored as numba
-restores them), and the kernels' own environments, whose globals become the compiled functions'
-``__globals__``, keep the package module's. A module already imported lends its globals as usual.
+object mode's lowering does, and numba's library has no object-mode code; the consts, which
+exceptions and boxing use, are restored as numba restores them). The kernels' own environments
+keep the package module's globals, a module already imported lends its globals as usual, and
+modules whose import does more (``numba.cpython.hashing`` adds LLVM symbols) are imported as numba
+imports them.
 """
 
 from __future__ import annotations
@@ -45,7 +47,11 @@ from numba.core.runtime import nrt
 from ._kernel_codes import before_compile, blas_probe_skipped
 
 _original_load = caching.Cache.load_overload
-_original_rebuild_env = environment._rebuild_env
+_original_rebuild_env = getattr(environment, "_rebuild_env", None)
+# numba modules whose import only lends globals to the environments of the library functions the
+# kernels call (measured: arrayobj alone ~0.065 s). Not numba.cpython.hashing and the like, whose
+# import also adds LLVM symbols that a kernel's machine code may need
+_GLOBALS_ONLY = frozenset({"numba.np.arrayobj", "numba.np.arraymath", "numba.np.npyimpl"})
 _original_save = caching.Cache.save_overload
 _warned: list = []
 _announced: list = []
@@ -72,9 +78,10 @@ def _announce(cache: Any) -> None:
 
 def _rebuild_env(modname: str, consts: list, env_name: str) -> Any:
     """numba's ``environment._rebuild_env`` (what unpickling a cached environment calls), for
-    the package's kernels: the environment of a function from a module not imported yet gets
-    globals that name the module, without importing it (see the module docstring)."""
-    if modname in sys.modules or not modname.startswith("numba."):
+    the package's kernels: the environment of a function from one of :data:`_GLOBALS_ONLY`, not
+    imported yet, gets globals that name the module, without importing it (see the module
+    docstring)."""
+    if modname not in _GLOBALS_ONLY or modname in sys.modules:
         return _original_rebuild_env(modname, consts, env_name)
     env = environment.lookup_environment(env_name)
     if env is None:
@@ -93,7 +100,7 @@ def _load(cache: Any, sig: Any, target_context: Any) -> Any:
         return _original_load(cache, sig, target_context)
     nrt.rtsys.initialize(target_context)  # once per process; later calls return at once
     # numba's own function, else (numba moved it, or another package wrapped it) no swap
-    swap = getattr(environment, "_rebuild_env", None) is _original_rebuild_env
+    swap = _original_rebuild_env is not None and getattr(environment, "_rebuild_env", None) is _original_rebuild_env
     # the swap is seen by this load's unpickling alone: every load and save holds numba's lock
     with global_compiler_lock, blas_probe_skipped(), cache._guard_against_spurious_io_errors():
         if swap:
