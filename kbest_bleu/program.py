@@ -47,9 +47,9 @@ def _command_process() -> None:
 def _keep_freed_memory() -> None:
     """glibc's malloc set to reuse what a batch frees for the next one (README, "Memory"): blocks
     up to :data:`MMAP_THRESHOLD` from the heap, freed memory kept up to :data:`TRIM_THRESHOLD`.
-    By default glibc maps each block over 128 KiB-32 MiB (a batch's arrays) afresh and unmaps it
-    when freed, so every batch faults its pages in again, each fault costing system time (more
-    on a VM). Measured on 2,000,000 rows, 4 alternated runs each: 115,000-120,000 -> 33,000-38,000
+    By default glibc maps each block above its threshold (128 KiB, rising with the blocks freed up
+    to 32 MiB; a batch's arrays pass it) afresh and unmaps it when freed, so every batch faults its
+    pages in again, each fault costing system time (more on a VM). Measured on 2,000,000 rows, 4 alternated runs each: 115,000-120,000 -> 33,000-38,000
     page faults, 0.39-0.95 -> 0.17-0.30 s of system time, median wall 2.24 -> 2.05 s, the same
     peak memory. Left alone where the user tunes malloc
     (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``GLIBC_TUNABLES``), off Linux, and
