@@ -377,7 +377,12 @@ def _cmd_tune(a: argparse.Namespace) -> int:
         raise InputError(f"--init: expected comma-separated numbers, one per feature, found {a.init!r}") from None
     table = (read_parquet_table(a.input, "tune IN") if Path(a.input).suffix == ".parquet"
              else read_nbest(a.input, a.refs or (), "tune IN"))
-    lists = KbestLists.from_table(table, cfg, segment=",".join(_segment(a, a.input)), hypothesis=a.hyp_col, references=a.ref_col,
+    segment = a.seg_col or "segment_id"  # not the stored key: it tells iterations apart, tuning merges them
+    if "," in segment:
+        raise InputError(f"--seg-col: tune groups its lists by one integer segment column, found {segment!r}; the "
+                         "lists a segment has from several decoding iterations are merged (as Moses' extractor "
+                         "does), so leave an iteration column out; tune each language pair apart")
+    lists = KbestLists.from_table(table, cfg, segment=segment, hypothesis=a.hyp_col, references=a.ref_col,
                                   features=a.features_col, score=a.score_col)
     n_feat = lists.features.shape[1]
     if a.init:
@@ -403,12 +408,11 @@ def _cmd_tune(a: argparse.Namespace) -> int:
 
 
 
-def _columns_options(p: argparse.ArgumentParser) -> None:
+def _columns_options(p: argparse.ArgumentParser, segment_help: str = "segment id column(s), comma-separated; "
+                     "default: the key stored in a parquet file by kbest-bleu, else segment_id") -> None:
     p.add_argument("--hyp-col", default="hypothesis", help="string column of hypotheses")
     p.add_argument("--ref-col", default="references", help="list<string> column of references")
-    p.add_argument("--seg-col", default=None,
-                   help="segment id column(s), comma-separated; default: the key stored in a parquet file by "
-                        "kbest-bleu, else segment_id")
+    p.add_argument("--seg-col", default=None, help=segment_help)
 
 
 def _refs_option(p: argparse.ArgumentParser, **kwargs) -> None:
@@ -506,7 +510,8 @@ def _tune_parser(sub) -> None:
     p.add_argument("--c", type=float, default=0.01, help="MIRA C")
     p.add_argument("--lam", type=float, default=10.0, help="expected BLEU L2 weight")
     p.add_argument("--seed", type=int, default=0)
-    _columns_options(p)
+    _columns_options(p, "the integer segment id column; default: segment_id (the lists of a segment from every "
+                        "decoding iteration in the file are merged, repeated candidates dropped)")
     _scoring_options(p)
     p.set_defaults(func=_cmd_tune)
 

@@ -1,5 +1,7 @@
 """Tuning loops and MBR: exact gradients, recovery of a known direction, real K-best lists."""
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -222,3 +224,21 @@ def test_container_statistics_equal_direct_scoring_under_13a(shared_data):
     direct = kb.ngram_stats(hyps, refs, labels, tokenize="13a", lowercase=True)
     assert np.array_equal(direct.to_moses(), lists.stats.to_moses())
     assert np.array_equal(direct.ref_len, lists.stats.ref_len)
+
+
+def test_tune_command_on_the_bundled_sample_merges_its_iterations(tmp_path, capsys):
+    """The bundled sample stores its scoring key (iteration, segment_id); tuning merges the
+    iterations' lists by segment_id, as the API does."""
+    import json
+
+    from kbest_bleu.cli import main
+    path = Path(kb.__file__).parent / "data" / "moses_100best_sample.parquet"
+    lists = KbestLists.from_table(pq.read_table(path))
+    assert main(["tune", str(path), "--method", "pro"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["segments"], out["hypotheses"]) == (10, 1410) == (len(lists.seg_ptr) - 1, len(lists))
+    assert out["start_bleu"] == pytest.approx(lists.corpus_bleu(lists.one_best(np.zeros(14))), abs=1e-15)
+    assert main(["tune", str(path), "--seg-col", "iteration,segment_id"]) == 2
+    assert "one integer segment column" in capsys.readouterr().err
+    assert main(["tune", str(path), "--seg-col", "dataset"]) == 2
+    assert "expected integer segment ids" in capsys.readouterr().err

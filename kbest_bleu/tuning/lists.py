@@ -76,6 +76,10 @@ class KbestLists:
         for name in (segment, hypothesis, references, features) + ((score,) if score else ()):
             if table.schema.get_field_index(name) < 0:
                 raise InputError(f"KbestLists: column {name!r} not found; columns are {table.column_names}")
+        if not pa.types.is_integer(table.schema.field(segment).type):
+            raise InputError(f"KbestLists: segment column {segment!r} has Arrow type {table.schema.field(segment).type}; "
+                             "expected integer segment ids (one column; the lists of a segment from several "
+                             "iterations are merged by it)")
         col = table[features].combine_chunks()
         if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
             lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
