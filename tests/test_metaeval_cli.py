@@ -88,3 +88,36 @@ def test_data_directory_from_environment(tmp_path, monkeypatch, capsys):
     assert f"looked in {tmp_path} (from KBEST_BLEU_DATA)" in err and "wmt22_zhen_mtme.parquet" in err
     assert main(["metaeval", "wmt12", "--data", str(tmp_path / "nowhere")]) == 2
     assert f"looked in {tmp_path / 'nowhere'} (from --data)" in capsys.readouterr().err
+
+
+def test_judged_needs_its_key_columns_before_any_work(tmp_path, capsys):
+    pq.write_table(TABLE.drop_columns(["system"]), tmp_path / "t.parquet")
+    assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m", "--human", "h"]) == 2
+    err = capsys.readouterr().err
+    assert "no column 'system'" in err and "Traceback" not in err
+
+
+def test_data_directory_from_the_current_directory_then_beside_the_checkout(tmp_path, monkeypatch):
+    from kbest_bleu import _shared_data
+    monkeypatch.delenv("KBEST_BLEU_DATA", raising=False)
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert _shared_data.data_dir() == (tmp_path / "shared" / "data", "../shared/data from the current directory")
+    assert _shared_data.data_dir("x") == (_shared_data.Path("x"), "--data")
+    monkeypatch.setenv("KBEST_BLEU_DATA", str(tmp_path))
+    assert _shared_data.data_dir() == (tmp_path, "KBEST_BLEU_DATA")
+    monkeypatch.delenv("KBEST_BLEU_DATA")
+    monkeypatch.chdir(tmp_path)  # no ../shared/data here: a source checkout's sibling, where there is one
+    monkeypatch.setattr(_shared_data, "_BESIDE_CHECKOUT", tmp_path / "shared" / "data")
+    assert _shared_data.data_dir() == (tmp_path / "shared" / "data", "the directory beside the package's checkout")
+    monkeypatch.setattr(_shared_data, "_BESIDE_CHECKOUT", tmp_path / "absent")
+    with pytest.raises(Exception, match=r"not found; looked in .* \(from \.\./shared/data from the current directory\)"):
+        _shared_data.require_data(["wmt12_segments.parquet"])
+
+
+@pytest.mark.parametrize("command", [["bleu2vec", "metaeval"], ["parmesan", "metaeval"]])
+def test_metric_metaevals_share_the_data_lookup(command, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBEST_BLEU_DATA", str(tmp_path))
+    assert main(command) == 2
+    assert f"looked in {tmp_path} (from KBEST_BLEU_DATA)" in capsys.readouterr().err

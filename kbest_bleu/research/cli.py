@@ -4,15 +4,10 @@ meta-evaluation of :mod:`.judged`). Only argparse at module level: ``kbest-bleu 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Sequence
 
 __all__ = ["add_commands", "markdown"]
-
-# the checkout's sibling shared/data, unless KBEST_BLEU_DATA names another directory
-_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
 
 def markdown(header: Sequence[str], rows: list) -> str:
     """A markdown table; floats with 3 decimals, NaN as an em dash."""
@@ -21,23 +16,9 @@ def markdown(header: Sequence[str], rows: list) -> str:
     return "\n".join(lines + ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows])
 
 
-def _data_dir(a: argparse.Namespace) -> tuple[Path, str]:
-    """The shared data directory and where it came from: --data, else KBEST_BLEU_DATA, else the
-    checkout's sibling ../shared/data."""
-    if a.data is not None:
-        return Path(a.data), "--data"
-    env = os.environ.get("KBEST_BLEU_DATA")
-    return (Path(env), "KBEST_BLEU_DATA") if env else (_DATA, "the default beside the checkout")
-
-
 def _need(a: argparse.Namespace, names: Sequence[str]) -> list:
-    from ..errors import InputError
-    data, source = _data_dir(a)
-    for name in names:
-        if not (data / name).exists():
-            raise InputError(f"{data / name}: not found; looked in {data} (from {source}); expected the shared "
-                             "data directory: pass --data DIR or set KBEST_BLEU_DATA")
-    return [data / n for n in names]
+    from .._shared_data import require_data
+    return require_data(names, a.data)
 
 
 def _config(a: argparse.Namespace):
@@ -83,8 +64,9 @@ def _cmd_chen_cherry(a: argparse.Namespace) -> int:
 
     from .chen_cherry import PAPER, chen_cherry_tables
     from .metaeval import mean_over_lps
+    from .._shared_data import data_dir
     cfg = _config(a)
-    data, _ = _data_dir(a)
+    data, _ = data_dir(a.data)
     w12 = tuple(pq.read_table(p) for p in _need(a, ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"]))
     names13 = ["wmt13_segments.parquet", "wmt13_rr_pairs.parquet"]
     w13 = tuple(pq.read_table(data / n) for n in names13) if all((data / n).exists() for n in names13) else None
@@ -152,6 +134,10 @@ def _cmd_judged(a: argparse.Namespace) -> int:
     table = pq.read_table(a.table)
     pairs = pq.read_table(a.pairs) if a.pairs else None
     metrics = a.metric.split(",")
+    for name in ("lp", "segment_id", "system"):  # both levels need them: checked before the bootstrap runs
+        if name not in table.column_names:
+            raise InputError(f"{a.table}: no column {name!r}; expected lp, segment_id, system and the metric columns "
+                             f"(the system level averages each system's segments), found {', '.join(table.column_names)}")
     corr = {m: judged_correlations(table, m, pairs=pairs, human=a.human, n_boot=a.n_boot, seed=a.seed,
                                    level=a.level) for m in metrics}
     judge = f"pairs {a.pairs}" if pairs is not None else f"human column {a.human}"
@@ -175,7 +161,7 @@ def _cmd_judged(a: argparse.Namespace) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     from ..config import SMOOTHING6_VARIANTS, TOKENIZERS
     p.add_argument("--data", default=None, help="directory with the shared parquet files (default: $KBEST_BLEU_DATA, "
-                                                "else ../shared/data beside the checkout)")
+                                                "else ../shared/data from the current directory)")
     p.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="13a")
     p.add_argument("-lc", "--lowercase", action="store_true")
     p.add_argument("--smoothing6-variant", choices=SMOOTHING6_VARIANTS, default="literal",

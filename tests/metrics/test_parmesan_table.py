@@ -73,7 +73,7 @@ def test_cli_build_table_and_errors(tmp_path, capsys):
     assert "read 6 single-word 5 kept 3 wordnet 0 both 0" in capsys.readouterr().out
     args = _parser().parse_args(["parmesan", "build-table", str(tmp_path / "nope.gz"), "-o", str(tmp_path / "o.tsv")])
     assert args.func(args) == 2
-    assert "found nothing at" in capsys.readouterr().out
+    assert "found nothing at" in capsys.readouterr().err
 
 
 def test_score_options_map_to_from_options(extensions):
@@ -91,7 +91,7 @@ def test_score_options_map_to_from_options(extensions):
 def test_cli_metaeval_without_data_exits_2(tmp_path, capsys):
     args = _parser().parse_args(["parmesan", "metaeval", "--data", str(tmp_path)])
     assert args.func(args) == 2
-    assert "expected the shared data" in capsys.readouterr().out
+    assert "expected the shared data" in capsys.readouterr().err
 
 
 @pytest.mark.exhaustive

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..._shared_data import require_data
 from ...errors import InputError
 
 __all__ = ["english_corpus", "main", "segment_table", "system_table"]
@@ -154,12 +155,11 @@ def _markdown(title: str, lps: list, rows: dict, paper: Optional[dict] = None) -
     return "\n".join(lines)
 
 
-def main(data: "str | Path", models: "str | Path", corpus_out: "str | Path", train_models: bool = False,
+def main(data: "Optional[str | Path]", models: "str | Path", corpus_out: "str | Path", train_models: bool = False,
          epochs: int = 5, vector_size: int = 100, workers: int = 2) -> str:
     """Train (optionally) and print the paper-layout tables as markdown."""
-    data, models, corpus_out = Path(data), Path(models), Path(corpus_out)
-    if not (data / "wmt15_daseg.parquet").exists():
-        raise InputError(f"metaeval: expected the shared data (wmt15_daseg.parquet, ...) in {str(data)!r}; pass --data")
+    data = require_data(["wmt15_daseg.parquet"], data)[0].parent
+    models, corpus_out = Path(models), Path(corpus_out)
     notes = []
     if train_models:
         from .models import train

@@ -7,6 +7,7 @@ by the handlers, which import the metric's modules when they run.
 from __future__ import annotations
 
 import argparse
+import sys
 
 ANALYZERS_HELP = "lower (lowercased words, no POS), columns, simplemma, nltk, spacy:<model> (spacy:cs_core_news_sm)"
 
@@ -47,7 +48,7 @@ def _build_table(args: argparse.Namespace) -> int:
         counts = build_table(args.input, args.output, analyzer=args.analyzer, lang=args.lang,
                              synonyms=args.synonyms, min_prob=args.min_prob)
     except InputError as exc:
-        print(f"kbest-bleu parmesan build-table: {exc}")
+        print(f"kbest-bleu parmesan build-table: {exc}", file=sys.stderr)
         return 2
     print(" ".join(f"{k} {v:,}" for k, v in counts.items()))
     return 0
@@ -59,7 +60,7 @@ def _metaeval(args: argparse.Namespace) -> int:
     try:
         print(run_metaeval(args.data, paraphrases=args.paraphrases, experiment=args.experiment))
     except InputError as exc:
-        print(f"kbest-bleu parmesan metaeval: {exc}")
+        print(f"kbest-bleu parmesan metaeval: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..._shared_data import require_data
 from ...errors import InputError
 from ...tokenize import tokenize
 
@@ -170,10 +171,7 @@ def into_english(data: Path, table_path: str) -> list:
 
 def run_metaeval(data: Optional[str] = None, paraphrases: Optional[str] = None, experiment: str = "all") -> str:
     """Both experiments as markdown tables (``experiment``: all, en-cs, into-en)."""
-    folder = Path(data or os.environ.get("KBEST_BLEU_DATA", Path.cwd().parent / "shared" / "data"))
-    if not (folder / "wmt12_segments.parquet").is_file():
-        raise InputError(f"metaeval: expected the shared data (wmt12_segments.parquet ...) in {folder}, found none; "
-                         "give --data or set KBEST_BLEU_DATA")
+    folder = require_data(["wmt12_segments.parquet"], data)[0].parent
     lines = []
     if experiment in ("all", "en-cs"):
         lines += ["WMT12 en-cs, original references: system-level Pearson with wins/(wins+losses)", "",
