@@ -64,13 +64,20 @@ def to_numpy(values: "pa.Array | pa.ChunkedArray") -> np.ndarray:
 
 
 def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(uint8 UTF-8 bytes, int64 offsets[n+1]) of an Arrow string/large_string array, zero-copy."""
+    """(uint8 UTF-8 bytes, int64 offsets[n+1]) of an Arrow string/large_string array, zero-copy.
+
+    The bytes are always read-only: numba compiles a kernel once per argument type, and
+    read-only is part of an array's type. Arrow hands out buffers as mutable or not by where they
+    came from (built in memory, or read from a file), so a job on a parquet file compiled the
+    kernels again after ``kbest-bleu warmup`` had compiled them on an in-memory table."""
     if len(strings) == 0:
-        return np.zeros(1, np.uint8), np.zeros(1, np.int64)
-    _, off_buf, data_buf = strings.buffers()
-    off_type = np.int64 if pa.types.is_large_string(strings.type) else np.int32
-    offsets = np.frombuffer(off_buf, off_type)[strings.offset:strings.offset + len(strings) + 1].astype(np.int64)
-    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
+        data, offsets = np.zeros(1, np.uint8), np.zeros(1, np.int64)
+    else:
+        _, off_buf, data_buf = strings.buffers()
+        off_type = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+        offsets = np.frombuffer(off_buf, off_type)[strings.offset:strings.offset + len(strings) + 1].astype(np.int64)
+        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
+    data.setflags(write=False)
     return data, offsets
 
 

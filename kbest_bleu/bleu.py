@@ -131,7 +131,8 @@ def _config(config: Optional[BleuConfig], options: dict) -> BleuConfig:
 
 def _prepared_bytes(text: Any, cfg: BleuConfig, what: str) -> np.ndarray:
     """UTF-8 bytes of one string after :func:`kbest_bleu.tokenize.prepare`'s rewrites, as a
-    writable uint8 array (the batch path's array type: the two share one compiled kernel).
+    read-only uint8 array (the batch path's array type, :func:`kbest_bleu._arrow.string_buffers`:
+    the two share one compiled kernel).
 
     ``none``, ``13a`` and ``char`` are rewritten with Python's own ``str`` methods,
     which is what sacrebleu does and what ``prepare`` emulates column-wide; the others go through
@@ -149,9 +150,9 @@ def _prepared_bytes(text: Any, cfg: BleuConfig, what: str) -> np.ndarray:
                 text = text.replace(old, new)
         elif cfg.tokenize == "char":  # sacrebleu's TokenizerChar: the characters joined by spaces
             text = " ".join(text.rstrip())
-        return np.frombuffer(bytearray(text.encode("utf-8")), np.uint8)
+        return np.frombuffer(text.encode("utf-8"), np.uint8)
     data, offsets = string_buffers(prepare(from_strings([text]), cfg.tokenize, cfg.lowercase)[0])
-    return data[offsets[0]:offsets[1]].copy()
+    return data[offsets[0]:offsets[1]]
 
 
 _TINY = np.finfo(np.float64).tiny
@@ -231,7 +232,7 @@ class SentenceScorer:
                              " (give [] for no reference)")
         parts = [_prepared_bytes(x, cfg, f"references[{i}]") for i, x in enumerate(refs)]
         self._references = refs
-        self._ref_data = np.frombuffer(bytearray(b"".join(p.tobytes() for p in parts)), np.uint8)
+        self._ref_data = np.frombuffer(b"".join(p.tobytes() for p in parts), np.uint8)
         self._ref_off = np.zeros(len(parts) + 1, np.int64)
         np.cumsum([len(p) for p in parts], out=self._ref_off[1:])
         self._n_orders, self._policy = counting_args(cfg)

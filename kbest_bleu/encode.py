@@ -297,8 +297,9 @@ def _rows_equal_owner(refs: pa.Array, owner: np.ndarray) -> np.ndarray:
         width = values.indices.type.bit_width // 8
         elem_off = np.arange(len(values) + 1, dtype=np.int64) * width
     elif is_token_lists(values.type):  # pre-tokenized references: token counts, then the tokens
-        counts = np.diff(list_offsets(values))
-        same = kernels()._rows_equal_owner(counts.view(np.uint8), np.arange(len(values) + 1, dtype=np.int64) * 8,
+        counts = np.diff(list_offsets(values)).view(np.uint8)
+        counts.setflags(write=False)  # the kernel's one specialization: read-only bytes, as string_buffers gives
+        same = kernels()._rows_equal_owner(counts, np.arange(len(values) + 1, dtype=np.int64) * 8,
                                          list_offsets(refs), owner)
         tokens_of_row = from_numpy(list_offsets(values)[list_offsets(refs)])
         by_row = pa.LargeListArray.from_arrays(tokens_of_row, pc.list_flatten(values))
