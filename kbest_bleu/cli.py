@@ -51,7 +51,7 @@ def _scoring_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ref-length", choices=list(REF_LENGTH_POLICIES), default="closest")
     g.add_argument("-t", "-tok", "--tokenize", choices=TOKENIZERS, default="13a", metavar="TOK",
                    help=f"{', '.join(TOKENIZERS)}: as sacrebleu; 'none' for pre-tokenized (Moses-style) K-best lists; ja-mecab/ko-mecab: "
-                        "pip install 'kbest-bleu[ja]'/'[ko]'; flores101/flores200/spm: 'kbest-bleu[flores]' and a local "
+                        "pip install '.[ja]'/'.[ko]'; flores101/flores200/spm: '.[flores]' and a local "
                         "model file (--spm-model)")
     g.add_argument("--spm-model", metavar="PATH", default=None,
                    help="the SentencePiece model file of -t flores101/flores200/spm (never downloaded); default: "
@@ -455,7 +455,7 @@ def _score_parser(sub) -> None:
                    help="local: this machine, the numpy engine below 4 MiB of text (below 64 MiB until the "
                    "kernels are compiled: no numba start-up, no compiling), numba's kernels above; "
                    "kernels/numpy: force one (the same numbers); spark: read and write parquet datasets with "
-                   "Apache Spark (pip install 'kbest-bleu[spark]')")
+                   "Apache Spark (pip install '.[spark]')")
     p.add_argument("--master", default="local[*]", help="Spark master URL (with --engine spark)")
     p.add_argument("--metric", default="bleu", metavar="LIST",
                    help=f"comma-separated metrics, each adding its columns: bleu (always), {', '.join(METRICS)}")

@@ -45,7 +45,7 @@ from ._kernel_codes import (
     kernels,
 )
 from .config import TOKENIZERS
-from .errors import InputError
+from .errors import InputError, install_extra
 
 __all__ = ["PYTHON_TOKENIZERS", "SPM_MODEL_ENV", "TOKENIZERS", "lowercase", "prepare", "python_space_class", "split_ids",
            "spm_model_path", "tokenize"]
@@ -274,7 +274,7 @@ def _python_tokenizer(name: str, model: str = "") -> Callable[[list], list]:
         try:
             mecab, dictionary = import_module(module), import_module(dic)
         except ImportError:
-            raise InputError(f"tokenizer {name}: needs {module} and {dic}: pip install 'kbest-bleu[{extra}]'") from None
+            raise InputError(f"tokenizer {name}: needs {module} and {dic}: {install_extra(extra)}") from None
         tagger = mecab.Tagger(dictionary.MECAB_ARGS + " -Owakati")
         info = tagger.dictionary_info()
         if info.size != size or info.next is not None:  # sacrebleu's check: its dictionary, no user one
@@ -284,7 +284,7 @@ def _python_tokenizer(name: str, model: str = "") -> Callable[[list], list]:
     try:
         import sentencepiece
     except ImportError:
-        raise InputError(f"tokenizer {name}: needs sentencepiece: pip install 'kbest-bleu[flores]'") from None
+        raise InputError(f"tokenizer {name}: needs sentencepiece: {install_extra('flores')}") from None
     sp = sentencepiece.SentencePieceProcessor(model_file=model)
     return lambda lines: [" ".join(pieces) for pieces in sp.encode(lines, out_type=str)]
 

@@ -22,7 +22,7 @@ def spark():
     except ImportError:
         if os.environ.get("KBEST_BLEU_REQUIRE_SPARK"):
             pytest.fail("pyspark is required under CI (KBEST_BLEU_REQUIRE_SPARK=1) but is not installed")
-        pytest.skip("pyspark not installed (pip install 'kbest-bleu[spark]')")
+        pytest.skip("pyspark not installed (pip install '.[spark]')")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYTHONPATH"] = root + os.pathsep + os.environ.get("PYTHONPATH", "")  # workers import this tree

@@ -12,7 +12,7 @@ lists a dataset's files by size, so its own order is not the names'). The datase
 first), zstd-compressed by default, with ``_kbest_bleu.json`` beside them: the signatures,
 options and segment key that the single-machine job stores in its parquet metadata, the row
 order, and the job summary (docs/spark.md). Segment-level outputs (oracle, 1-best, summed
-statistics) use ``groupBy(segment).applyInArrow``. Requires ``pip install 'kbest-bleu[spark]'``.
+statistics) use ``groupBy(segment).applyInArrow``. Requires the ``spark`` extra (``pip install '.[spark]'``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import pyarrow as pa
 from .._arrow import to_numpy
 from ..bleu import sentence_scores
 from ..config import BleuConfig
-from ..errors import InputError
+from ..errors import InputError, install_extra
 from ..stats import ngram_stats, segment_argmax
 from .output import atomic_output, check_output
 from .references import Columns
@@ -54,7 +54,7 @@ def _require_pyspark():
         import pyspark  # noqa: F401
         from pyspark.sql.pandas.types import from_arrow_schema
     except ImportError:
-        raise InputError("the Spark engine needs pyspark >= 4: pip install 'kbest-bleu[spark]'") from None
+        raise InputError(f"the Spark engine needs pyspark >= 4: {install_extra('spark')}") from None
     return from_arrow_schema
 
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
+from ..errors import InputError, install_extra
 
 __all__ = ["REGISTRY", "Metric", "load_metric"]
 
@@ -67,6 +67,6 @@ def load_metric(name: str, **options: Any) -> Metric:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise InputError(f"metric {name!r} needs an optional dependency that is not installed ({exc}); "
-                         f"install it with pip install 'kbest-bleu[{name}]'") from None
+                         f"install it with {install_extra(name)}") from None
     return getattr(module, factory)(**options)
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._arrow import string_buffers
-from ...errors import InputError
+from ...errors import InputError, install_extra
 
 __all__ = ["Embeddings", "from_arrays", "joint_epoch", "load_embeddings", "ngram_tokens", "read_corpus",
            "train"]
@@ -123,8 +123,7 @@ def _read_word2vec(path: Path) -> tuple[list, np.ndarray]:
     try:
         from gensim.models import KeyedVectors
     except ImportError:
-        raise InputError("BLEU2VEC embeddings need gensim; install it with "
-                         "pip install 'kbest-bleu[bleu2vec]'") from None
+        raise InputError(f"BLEU2VEC embeddings need gensim; install it with {install_extra('bleu2vec')}") from None
     try:
         kv = KeyedVectors.load_word2vec_format(str(path), binary=path.suffix == ".bin")
     except (OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
@@ -244,7 +243,7 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
     try:
         from gensim.models import Word2Vec
     except ImportError:
-        raise InputError("bleu2vec train needs gensim; install it with pip install 'kbest-bleu[bleu2vec]'") from None
+        raise InputError(f"bleu2vec train needs gensim; install it with {install_extra('bleu2vec')}") from None
     if not orders or any(n < 1 for n in orders):
         raise InputError(f"orders: expected positive n-gram orders such as 1,2,3, found {orders!r}")
     mc = _parse_min_counts(min_counts, orders)

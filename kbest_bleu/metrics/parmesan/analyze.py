@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InputError
+from ...errors import InputError, install_extra
 
 __all__ = ["analyze_tokens", "analyze_words", "check_analyzer"]
 
@@ -34,7 +34,7 @@ def check_analyzer(analyzer: str) -> None:
 
 
 def _missing(what: str, exc: object) -> InputError:
-    return InputError(f"analyzer: {what} is not available ({exc}); install it (pip install 'kbest-bleu[parmesan]') "
+    return InputError(f"analyzer: {what} is not available ({exc}); install it ({install_extra('parmesan')}) "
                       "or give lemmas/POS as columns (--analyzer columns)")
 
 
