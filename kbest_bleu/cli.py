@@ -159,6 +159,7 @@ def _cmd_score(a: argparse.Namespace) -> int:
     if a.engine == "spark":
         return _score_spark(a, src, cfg, columns, refs, metrics)
     with tempfile.TemporaryDirectory(prefix="kbest_bleu-") as tmp:
+        given = str(src)
         if fmt != "parquet":  # read with Arrow's readers, then the one streaming parquet job
             table = read_kbest(src, fmt, hypothesis=a.hyp_col, references=a.ref_col, option="score IN")
             src = Path(tmp) / (src.name + ".parquet")
@@ -167,7 +168,12 @@ def _cmd_score(a: argparse.Namespace) -> int:
             sort_segments(src, Path(tmp) / "sorted.parquet", columns.segment, batch_size=a.batch_size)
             src = Path(tmp) / "sorted.parquet"
         out = Path(tmp) / "out.parquet" if a.output == "-" else a.output
-        summary = _score_with_progress(src, out, cfg, a, columns, refs, metrics, score_parquet)
+        try:
+            summary = _score_with_progress(src, out, cfg, a, columns, refs, metrics, score_parquet)
+        except InputError as exc:  # name the user's file, not the converted or sorted copy scored
+            rows = " (rows counted after --sort)" if a.sort else " (rows counted from 0, header excluded)" \
+                if fmt in ("csv", "tsv") else " (rows counted from 0)" if fmt != "parquet" else ""
+            raise InputError(str(exc).replace(str(src), given + (rows if " row" in str(exc) else ""))) from None
         if a.output == "-":
             _write_stdout(out)
     text = json.dumps(_summary_json(summary, a.width), indent=1) if a.json else str(summary)

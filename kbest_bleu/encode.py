@@ -253,9 +253,10 @@ def check_contiguous(labels: list, seen: set, first_row: np.ndarray, where: str 
         if label in seen:
             raise InputError(
                 f"{where}: the rows of segment {label!r} are not contiguous (they start again at row "
-                f"{int(row)} after other segments); sort the table by segment id first, keeping the "
-                "hypothesis order within each segment, or, when an id repeats by design (one K-best list per "
-                "tuning iteration), name every key column (--seg-col iteration,segment_id)")
+                f"{int(row)} after other segments); sort the rows by segment id first, keeping the "
+                "hypothesis order within each segment (kbest-bleu score --sort does it), or, when an id repeats "
+                "by design (one K-best list per tuning iteration, in a column of its own), name every key "
+                "column (e.g. --seg-col iteration,segment_id)")
         seen.add(label)
 
 

@@ -126,3 +126,22 @@ def test_bundled_sample_scores_by_path_and_outputs_keep_the_key(tmp_path, capsys
     assert "rows 5,000  segments 50" in capsys.readouterr().out
     out = _scored(tmp_path, [SAMPLE, "-t", "none"])
     assert json.loads(out.schema.metadata[b"kbest_bleu.segment"]) == ["iteration", "segment_id"]
+
+
+def test_errors_name_the_users_file_not_the_converted_copy(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hyp.txt").write_text("a b\nc d\ne f\n")
+    (tmp_path / "two.txt").write_text("a b\nc d\n")
+    assert main(["score", "hyp.txt", "-r", "two.txt", "-o", "o.parquet"]) == 2
+    err = capsys.readouterr().err
+    assert "error: hyp.txt (rows counted from 0): rows 2-2: segment 2 has no references in two.txt" in err
+    assert "kbest_bleu-" not in err and ".parquet" not in err  # no temporary copy named
+    (tmp_path / "bad.csv").write_text("segment_id,hypothesis,references\n0,a b,a b\n")
+    assert main(["score", "bad.csv", "--hyp-col", "hyp", "-o", "o.parquet"]) == 2
+    assert "error: bad.csv: column 'hyp' not found" in capsys.readouterr().err
+    t = pa.table({"segment_id": [0, 1, 0], "hypothesis": ["a", "b", "c"], "references": [["a"], ["b"], ["a"]],
+                  "features": ["x= 1", "x= 2", "x= 3"]})
+    pq.write_table(t, tmp_path / "nc.parquet")
+    assert main(["export-moses", "nc.parquet", "--scores", "s.txt"]) == 2
+    err = capsys.readouterr().err
+    assert "error: nc.parquet: the rows of segment 0 are not contiguous" in err and "--sort" in err

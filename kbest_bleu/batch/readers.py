@@ -131,8 +131,9 @@ def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothes
     except FileNotFoundError:
         raise InputError(f"{option} {path}: not found; expected a {fmt} K-best table") from None
     except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: not a readable {fmt} file ({exc}); expected a header line and one row "
-                         "per hypothesis" + (" (JSON Lines: one object per line)" if fmt == "jsonl" else "")) from None
+        shape = "one JSON object per line, one line per hypothesis" if fmt == "jsonl" else \
+            "a header line and one row per hypothesis"
+        raise InputError(f"{path}: not a readable {fmt} file ({exc}); expected {shape}") from None
     i = table.schema.get_field_index(references)
     if i >= 0 and pa.types.is_string(table.schema.field(i).type):
         col = table[references].combine_chunks()

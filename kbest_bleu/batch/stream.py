@@ -190,7 +190,7 @@ def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int,
     drives the rest. No parallel kernel runs here (it may run beside the kernels)."""
     n = chunk.num_rows
     seg_ptr = np.append(starts, n)
-    where = f"{source}, rows {row0}-{row0 + n - 1}"
+    where = f"rows {row0}-{row0 + n - 1}"  # of ``source``, which the errors below are prefixed with
     # a segment held back from the last batch makes two chunks: join each column once (its text
     # is copied once), then the scoring and the output use the same arrays
     chunk = chunk.combine_chunks()

@@ -148,7 +148,9 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
         raise InputError(f"--features {features_path}: the table has no 'features' column (columns are "
                          f"{', '.join(table.schema.names)}); expected n-best input from convert, or omit --features")
     cfg = config or BleuConfig(compat="moses")
-    scored = pa.Table.from_batches(list(score_batches(table.to_batches(), cfg, columns=columns, stats=True)))
+    source = str(inputs[0]) if inputs else "table"  # errors name the file the table came from
+    scored = pa.Table.from_batches(list(score_batches(table.to_batches(), cfg, columns=columns, stats=True,
+                                                      source=source)))
     n = cfg.max_order
     stat_cols = [f"{k}{i}" for i in range(1, n + 1) for k in ("m", "t")] + ["ref_len"]
     stats = np.column_stack([scored[c].to_numpy() for c in stat_cols])
