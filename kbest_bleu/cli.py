@@ -14,7 +14,7 @@ import logging
 import sys
 from importlib import import_module
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 from .config import COMPATS, REF_LENGTH_POLICIES, TOKENIZERS, BleuConfig, __version__
 from .errors import InputError
@@ -26,11 +26,16 @@ log = logging.getLogger("kbest_bleu")
 
 
 class _Parser(argparse.ArgumentParser):
-    """Every (sub)command shows its defaults in --help."""
+    """Every (sub)command shows its defaults in --help; a usage error is one paragraph."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """The error and where the options are, without argparse's usage block (~30 lines for
+        ``score``, which buried the one line that mattered); exit status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\n{self.prog} --help lists the options\n")
 
 
 def _scoring_options(p: argparse.ArgumentParser) -> None:
@@ -349,8 +354,9 @@ def _cmd_paired(a: argparse.Namespace) -> int:
         r = test(stats[0], st, cfg, n, a.seed)
         rows.append({"system": path, "baseline": False, "score": 100 * r.score, "mean": 100 * r.mean,
                      "ci": 100 * r.ci, "p_value": r.p_value})
-    if a.json:
-        print(json.dumps({"name": "BLEU", "signature": sig, "systems": rows}, indent=1))
+    if a.json:  # what a test does not give (ar: no bootstrap mean or interval) is null, valid JSON
+        nulled = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in rows]
+        print(json.dumps({"name": "BLEU", "signature": sig, "systems": nulled}, indent=1, allow_nan=False))
         return 0
     # p-values with sacrebleu's precision; * marks p < 0.05 as sacrebleu does
     table = [(("Baseline: " if r["baseline"] else "") + r["system"], f"{r['score']:.2f}",

@@ -188,3 +188,23 @@ def test_metaeval_mqm_command(shared_data, capsys):
     assert main(["metaeval", "mqm", "--data", str(shared_data)]) == 0
     out = capsys.readouterr().out
     assert out.count("\n| ") == 10 and "| crp | — | — |" in out
+
+
+def test_paired_command_json_is_valid_json(close_pair, tmp_path, capsys):
+    """--json of an approximate-randomization test: no bootstrap mean or interval, written as
+    null (NaN is not JSON: jq and strict parsers reject it)."""
+    import json
+
+    from kbest_bleu.cli import main
+    (bh, refs), (sh, _) = close_pair
+    (tmp_path / "base.txt").write_text("\n".join(bh) + "\n", encoding="utf-8")
+    (tmp_path / "sys.txt").write_text("\n".join(sh) + "\n", encoding="utf-8")
+    (tmp_path / "ref.txt").write_text("\n".join(r[0] for r in refs) + "\n", encoding="utf-8")
+    assert main(["paired", str(tmp_path / "base.txt"), str(tmp_path / "sys.txt"), "-r", str(tmp_path / "ref.txt"),
+                 "--test", "ar", "--n-samples", "200", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    base, system = out["systems"]
+    assert base["mean"] is None and base["ci"] is None and system["mean"] is None
+    want = approximate_randomization(kb.ngram_stats(bh, [[r[0]] for r in refs]),
+                                     kb.ngram_stats(sh, [[r[0]] for r in refs]), kb.BleuConfig(), 200)
+    assert system["p_value"] == want.p_value and system["score"] == pytest.approx(100 * want.score, abs=1e-12)
