@@ -98,7 +98,10 @@ def _metrics(a: argparse.Namespace) -> list:
 
 
 def _logging(quiet: bool) -> None:
-    logging.basicConfig(format="kbest-bleu: %(message)s", level=logging.WARNING if quiet else logging.INFO)
+    """The package's messages at INFO (WARNING with -q); other libraries' (gensim's lifecycle
+    events, py4j) at WARNING, so that no line of theirs passes for one of ours."""
+    logging.basicConfig(format="kbest-bleu: %(message)s", level=logging.WARNING)
+    log.setLevel(logging.WARNING if quiet else logging.INFO)
 
 
 def _reference_rows(paths: Sequence[str], option: str) -> list:

@@ -170,3 +170,16 @@ def test_main_builds_the_command_it_runs_and_errors_as_the_full_parser(monkeypat
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["score", "x", "--no-such-option"])
     assert exc.value.code == 2 and err == capsys.readouterr().err and "unrecognized arguments: --no-such-option" in err
+
+
+def test_other_libraries_info_logs_do_not_pass_for_ours(tmp_path):
+    """The package's INFO messages show; another library's INFO (gensim's lifecycle events) does
+    not, under the 'kbest-bleu:' prefix."""
+    code = (f"import logging, sys; from kbest_bleu.cli import main; "
+            f"code = main(['score', '-t', 'none', '-o', {str(tmp_path / 'o.parquet')!r}]); "
+            "logging.getLogger('gensim.models').info('KeyedVectors lifecycle event'); "
+            "logging.getLogger('gensim.models').warning('a real warning'); sys.exit(code)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "kbest-bleu: wrote" in out.stderr and "kbest-bleu: a real warning" in out.stderr
+    assert "lifecycle" not in out.stderr
