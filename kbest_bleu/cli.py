@@ -537,8 +537,8 @@ def _metaeval_parser(sub) -> None:
 
 
 def _warmup_parser(sub) -> None:
-    p = sub.add_parser("warmup", help="compile the scoring kernels ahead of the first big job (~30 s once per "
-                                      "machine; e.g. in a container build)")
+    p = sub.add_parser("warmup", help="compile the scoring kernels ahead of the first big job (~15-35 s on 2 "
+                                      "cores, once per machine; e.g. in a container build)")
     p.set_defaults(func=_cmd_warmup)
 
 
