@@ -405,6 +405,12 @@ def _cmd_tune(a: argparse.Namespace) -> int:
             raise InputError(f"--init: expected {n_feat} weights ({', '.join(lists.feature_names)}), found {len(w0)}")
     elif a.score_col:
         w0 = lists.decoder_weights()
+        off = float(np.abs(lists.model_scores(w0) - lists.model_score).max()) if len(lists) else 0.0
+        if off > 0.01 * max(1.0, float(np.abs(lists.model_score).mean())):  # one run: ~1e-4 (rounding)
+            print(f"kbest-bleu tune: warning: no one weight vector gives --score-col's model scores (off by up to "
+                  f"{off:.3g}): the lists come from decoding runs with different weights, and the start is their "
+                  "least-squares blend; start from the last run's weights (--init) for a meaningful start",
+                  file=sys.stderr)
     else:
         w0 = np.zeros(n_feat)
     start = lists.corpus_bleu(lists.one_best(w0), cfg)

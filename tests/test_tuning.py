@@ -193,7 +193,9 @@ def test_decoder_weights_and_tune_command(moses, tmp_path, capsys):
     pq.write_table(last, tmp_path / "k.parquet")
     assert main(["tune", str(tmp_path / "k.parquet"), "--method", "mira", "--score-col", "model_score",
                  "--epochs", "10"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert "no one weight vector" not in captured.err  # one decoding run: its weights give its scores
     assert out["bleu"] >= out["start_bleu"] and len(out["weights"]) == 14 and out["feature_names"][7] == "lm_0"
     assert out["start_bleu"] == pytest.approx(lists.corpus_bleu(lists.one_best(lists.decoder_weights())))
 
@@ -238,6 +240,9 @@ def test_tune_command_on_the_bundled_sample_merges_its_iterations(tmp_path, caps
     out = json.loads(capsys.readouterr().out)
     assert (out["segments"], out["hypotheses"]) == (10, 1410) == (len(lists.seg_ptr) - 1, len(lists))
     assert out["start_bleu"] == pytest.approx(lists.corpus_bleu(lists.one_best(np.zeros(14))), abs=1e-15)
+    # merged runs' model scores fit no one weight vector: the start is a blend, and tune says so
+    assert main(["tune", str(path), "--method", "pro", "--score-col", "model_score"]) == 0
+    assert "no one weight vector gives --score-col's model scores" in capsys.readouterr().err
     assert main(["tune", str(path), "--seg-col", "iteration,segment_id"]) == 2
     assert "one integer segment column" in capsys.readouterr().err
     assert main(["tune", str(path), "--seg-col", "dataset"]) == 2
