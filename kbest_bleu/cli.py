@@ -14,75 +14,16 @@ import logging
 import sys
 from importlib import import_module
 from pathlib import Path
-from typing import NoReturn, Optional, Sequence
+from typing import Optional, Sequence
 
-from .config import COMPATS, REF_LENGTH_POLICIES, TOKENIZERS, BleuConfig, __version__
+from ._cli_options import Parser, columns_options, config_from, refs_option, scoring_options
+from .config import BleuConfig, __version__
 from .errors import InputError
 
 SAMPLE = Path(__file__).parent / "data" / "moses_100best_sample.parquet"
 # the metrics besides BLEU (kbest_bleu.metrics.base.REGISTRY); their cli modules import only argparse
 METRICS = ("bleu2vec", "meteor", "parmesan")
 log = logging.getLogger("kbest_bleu")
-
-
-class _Parser(argparse.ArgumentParser):
-    """Every (sub)command shows its defaults in --help; a usage error is one paragraph."""
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        """The error and where the options are, without argparse's usage block (~30 lines for
-        ``score``, which buried the one line that mattered); exit status 2."""
-        self.exit(2, f"{self.prog}: error: {message}\n{self.prog} --help lists the options\n")
-
-
-def _scoring_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("scoring options (README, smoothing and preset tables)")
-    g.add_argument("--compat", choices=COMPATS, default="sacrebleu", help="whose conventions to reproduce")
-    g.add_argument("-s", "--smoothing", default=None,
-                   help="0-7 (Chen & Cherry 2014), none/floor/add-k/exp, or bleu+1 (moses); default: the preset's")
-    g.add_argument("--epsilon", type=float, default=0.1, help="smoothing 1 / floor value")
-    g.add_argument("--add-k", type=float, default=1.0, help="smoothing 2 / add-k value; moses: s")
-    g.add_argument("--k", type=float, default=5.0, help="smoothing 4 and 7 constant K")
-    g.add_argument("--alpha", type=float, default=5.0, help="smoothing 6 alpha")
-    g.add_argument("--max-order", type=int, default=4)
-    g.add_argument("--weights", default=None, help="comma-separated n-gram weights, one per order")
-    g.add_argument("--effective-order", dest="effective_order", action="store_true", default=None)
-    g.add_argument("--no-effective-order", dest="effective_order", action="store_false")
-    g.add_argument("--auto-reweigh", action="store_true", help="nltk: NLTK's auto_reweigh")
-    g.add_argument("--smooth-bp", action="store_true", help="moses: smoothed brevity penalty")
-    g.add_argument("--ref-length", choices=list(REF_LENGTH_POLICIES), default="closest")
-    g.add_argument("-t", "-tok", "--tokenize", choices=TOKENIZERS, default="13a", metavar="TOK",
-                   help=f"{', '.join(TOKENIZERS)}: as sacrebleu; 'none' for pre-tokenized (Moses-style) K-best lists; ja-mecab/ko-mecab: "
-                        "pip install '.[ja]'/'.[ko]'; flores101/flores200/spm: '.[flores]' and a local "
-                        "model file (--spm-model)")
-    g.add_argument("--spm-model", metavar="PATH", default=None,
-                   help="the SentencePiece model file of -t flores101/flores200/spm (never downloaded); default: "
-                        "$KBEST_BLEU_FLORES101_MODEL / $KBEST_BLEU_FLORES200_MODEL, else sacrebleu's cache "
-                        "~/.sacrebleu/models")
-    g.add_argument("-lc", "--lowercase", action="store_true")
-
-
-def _config(a: argparse.Namespace) -> BleuConfig:
-    if a.spm_model:
-        if a.tokenize not in ("flores101", "flores200", "spm"):
-            raise InputError(f"--spm-model: expected with -t flores101, flores200 or spm; found -t {a.tokenize}")
-        import os
-        from .tokenize import SPM_MODEL_ENV
-        # through the environment, so that worker processes (Spark, local mode) find it too
-        os.environ[SPM_MODEL_ENV["flores101" if a.tokenize == "spm" else a.tokenize]] = str(Path(a.spm_model).resolve())
-    weights = None
-    if a.weights:
-        try:
-            weights = tuple(float(x) for x in a.weights.split(","))
-        except ValueError:
-            raise InputError(f"--weights: expected comma-separated numbers, found {a.weights!r}") from None
-    return BleuConfig(compat=a.compat, smoothing=a.smoothing, epsilon=a.epsilon, add_k=a.add_k, k=a.k,
-                      alpha=a.alpha, max_order=a.max_order, weights=weights, effective_order=a.effective_order,
-                      auto_reweigh=a.auto_reweigh, smooth_bp=a.smooth_bp, ref_length=a.ref_length,
-                      tokenize=a.tokenize, lowercase=a.lowercase)
 
 
 def _metrics(a: argparse.Namespace) -> list:
@@ -145,7 +86,7 @@ def _cmd_score(a: argparse.Namespace) -> int:
     from .batch.readers import input_format, read_kbest, sort_segments
     from .batch.references import Columns, ReferenceTable
     _logging(a.quiet)
-    cfg = _config(a)
+    cfg = config_from(a)
     metrics = _metrics(a)
     src = Path(a.input) if a.input else SAMPLE
     if a.input is None:
@@ -261,7 +202,7 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
     from .batch.readers import read_text
     from .bleu import corpus_score
     from .stats import ngram_stats
-    cfg = _config(a)
+    cfg = config_from(a)
     a.format_out = a.format_out or ("text" if a.sentence_level else "json")
     paths = a.input or ["-"]
     if "-" in paths and sys.stdin.isatty():
@@ -321,7 +262,7 @@ def _cmd_export(a: argparse.Namespace) -> int:
     from .batch.parquet import read_parquet_table
     from .batch.references import Columns
     from .interop.nbest import export_moses
-    cfg = _config(a)
+    cfg = config_from(a)
     check_output(a.scores, [a.input], "--scores")  # before the job runs
     if a.features:
         check_output(a.features, [a.input, a.scores], "--features")
@@ -338,7 +279,7 @@ def _cmd_paired(a: argparse.Namespace) -> int:
     from .stats import ngram_stats
     if a.n_samples < 0:
         raise InputError(f"--n-samples: expected a positive number of resamples (0: the default), found {a.n_samples}")
-    cfg = _config(a)
+    cfg = config_from(a)
     refs = _reference_rows(a.refs, "--refs")
     from .batch.readers import read_text
     systems = [read_text(p, "paired SYSTEM") for p in [a.baseline] + a.systems]
@@ -385,7 +326,7 @@ def _cmd_tune(a: argparse.Namespace) -> int:
     from .batch.parquet import read_parquet_table
     from .interop.nbest import read_nbest
     from .tuning import KbestLists, tune_expected_bleu, tune_mira, tune_pro
-    cfg = _config(a)
+    cfg = config_from(a)
     try:  # before the lists are read and the kernels compiled
         w0 = np.array([float(x) for x in a.init.split(",")]) if a.init else None
     except ValueError:
@@ -429,19 +370,6 @@ def _cmd_tune(a: argparse.Namespace) -> int:
 
 
 
-def _columns_options(p: argparse.ArgumentParser, segment_help: str = "segment id column(s), comma-separated; "
-                     "default: the key stored in a parquet file by kbest-bleu, else segment_id") -> None:
-    p.add_argument("--hyp-col", default="hypothesis", help="string column of hypotheses")
-    p.add_argument("--ref-col", default="references", help="list<string> column of references")
-    p.add_argument("--seg-col", default=None, help=segment_help)
-
-
-def _refs_option(p: argparse.ArgumentParser, **kwargs) -> None:
-    """The one spelling of reference files across commands (line i = segment i, one file per stream)."""
-    p.add_argument("-r", "--refs", "--ref-file", dest=kwargs.pop("dest", "refs"), nargs="+", action="extend",
-                   metavar="REF", help="reference text files, one per stream; .gz/.bz2/.zst read as such", **kwargs)
-
-
 def _score_parser(sub) -> None:
     p = sub.add_parser("score", help="score a K-best table: parquet, CSV/TSV, JSON Lines, n-best or text "
                                      "(no input: the bundled real sample)")
@@ -450,10 +378,10 @@ def _score_parser(sub) -> None:
                    help="input format (default: from the extension; .gz/.bz2/.zst decompressed)")
     p.add_argument("-o", "--output", help="output parquet file (input columns + bleu); '-': stdout; omit for the "
                                           "summary only")
-    _columns_options(p)
+    columns_options(p)
     p.add_argument("--score-col", default=None, help="model score column: the summary's 1-best is its argmax")
     p.add_argument("--ref-table", help="parquet file with the segment column(s) and the references column")
-    _refs_option(p, dest="ref_file")
+    refs_option(p, dest="ref_file")
     p.add_argument("--sort", action="store_true",
                    help="stably sort by the segment key first (external sort, bounded memory) when a segment's "
                         "rows are not contiguous")
@@ -480,7 +408,7 @@ def _score_parser(sub) -> None:
     p.add_argument("--master", default="local[*]", help="Spark master URL (with --engine spark)")
     p.add_argument("--metric", default="bleu", metavar="LIST",
                    help=f"comma-separated metrics, each adding its columns: bleu (always), {', '.join(METRICS)}")
-    _scoring_options(p)
+    scoring_options(p)
     for name in METRICS:
         import_module(f".metrics.{name}.cli", __package__).add_score_options(p.add_argument_group(f"{name} options"))
     p.set_defaults(func=_cmd_score)
@@ -497,7 +425,7 @@ def _corpus_parser(sub) -> None:
     p.add_argument("--sentence-level", action="store_true", help="one score per hypothesis line")
     p.add_argument("-w", "--width", type=int, default=1, help="decimals of the score")
     p.add_argument("-b", "--score-only", action="store_true", help="print the score only")
-    _scoring_options(p)
+    scoring_options(p)
     p.set_defaults(func=_cmd_corpus)
 
 
@@ -505,7 +433,7 @@ def _convert_parser(sub) -> None:
     p = sub.add_parser("convert", help="Moses/Joshua n-best text <-> parquet (direction from the .parquet suffix)")
     p.add_argument("input")
     p.add_argument("output")
-    _refs_option(p)
+    refs_option(p)
     p.set_defaults(func=_cmd_convert)
 
 
@@ -514,15 +442,15 @@ def _export_parser(sub) -> None:
     p.add_argument("input")
     p.add_argument("--scores", required=True)
     p.add_argument("--features")
-    _columns_options(p)
-    _scoring_options(p)
+    columns_options(p)
+    scoring_options(p)
     p.set_defaults(func=_cmd_export, compat="moses")
 
 
 def _tune_parser(sub) -> None:
     p = sub.add_parser("tune", help="tune feature weights on K-best lists: k-best MIRA, PRO or expected BLEU")
     p.add_argument("input", help="K-best parquet table, or Moses/Joshua n-best text (with -r)")
-    _refs_option(p)
+    refs_option(p)
     p.add_argument("--method", choices=["mira", "pro", "ebleu"], default="mira")
     p.add_argument("--features-col", default="features", help="list<double> or Moses/Joshua feature string column")
     p.add_argument("--init", help="starting weights, comma-separated (default: fit to --score-col, else zeros)")
@@ -531,9 +459,9 @@ def _tune_parser(sub) -> None:
     p.add_argument("--c", type=float, default=0.01, help="MIRA C")
     p.add_argument("--lam", type=float, default=10.0, help="expected BLEU L2 weight")
     p.add_argument("--seed", type=int, default=0)
-    _columns_options(p, "the integer segment id column; default: segment_id (the lists of a segment from every "
+    columns_options(p, "the integer segment id column; default: segment_id (the lists of a segment from every "
                         "decoding iteration in the file are merged, repeated candidates dropped)")
-    _scoring_options(p)
+    scoring_options(p)
     p.set_defaults(func=_cmd_tune)
 
 
@@ -552,12 +480,12 @@ def _paired_parser(sub) -> None:
     p = sub.add_parser("paired", help="paired significance test of systems against a baseline (text files)")
     p.add_argument("baseline")
     p.add_argument("systems", nargs="+")
-    _refs_option(p, required=True)
+    refs_option(p, required=True)
     p.add_argument("--test", choices=["bs", "ar"], default="bs", help="paired bootstrap or approximate randomization")
     p.add_argument("--n-samples", type=int, default=0, help="default: 1000 (bs), 10000 (ar)")
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--json", action="store_true", help="print the results as JSON (scores 0-100)")
-    _scoring_options(p)
+    scoring_options(p)
     p.set_defaults(func=_cmd_paired)
 
 
@@ -579,7 +507,7 @@ _COMMANDS = {"score": _score_parser, "corpus": _corpus_parser, "convert": _conve
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     """The command line's parser; with ``command`` (one of its commands), that command alone:
     what a run parses, and the other 17 parsers would cost ~10 ms of a 0.3 s job."""
-    parser = _Parser(prog="kbest-bleu", description="Exact, fast sentence BLEU for K-best lists. Commands print "
+    parser = Parser(prog="kbest-bleu", description="Exact, fast sentence BLEU for K-best lists. Commands print "
                      "BLEU on sacrebleu's 0-100 scale (the Python API returns 0-1).")
     parser.add_argument("--version", action="version", version=f"kbest-bleu {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
