@@ -87,6 +87,39 @@ def test_segment_summary_matches_kbest_bleu(spark, pooled):
     assert summary["oracle_index"].to_pylist() == [int(np.argmax(bleu[a:b])) for a, b in zip(ptr[:-1], ptr[1:])]
 
 
+def test_score_dataframe_counts_on_the_tasks_cpus(spark, pooled):
+    """Through score_dataframe's own partition function: a metric that reports the kernels'
+    thread count where it runs, beside the counting, sees spark.task.cpus (1), not one thread per
+    core (2 here: local[2] runs two tasks at once, which would run 2 x 2 threads on 2 cores).
+    Called outside a task, the setting changes nothing."""
+    from kbest_bleu.batch.spark import _task_threads, score_dataframe
+    from kbest_bleu.stats import thread_count
+
+    class ThreadProbe:  # a Metric (kbest_bleu.metrics.base) whose column is the thread count
+        name = "threads_seen"
+
+        def input_columns(self):
+            return []
+
+        def output_fields(self, stats):
+            return [pa.field("threads_seen", pa.int64())]
+
+        def signature(self):
+            return "threads-probe"
+
+        def score_segments(self, hypotheses, references, seg_ptr, table, with_stats):
+            from kbest_bleu.stats import thread_count
+            return [pa.array([thread_count()] * len(hypotheses), pa.int64())]
+
+    path, t = pooled
+    out = score_dataframe(spark.read.parquet(str(path)), columns=COLS, metrics=[ThreadProbe()]).toArrow()
+    assert out.num_rows == t.num_rows and set(out["threads_seen"].to_pylist()) == {1}
+    assert int(spark.conf.get("spark.task.cpus", "1")) == 1
+    before = thread_count()
+    _task_threads()  # on the driver: no task
+    assert thread_count() == before
+
+
 def test_cli_engine_spark_writes_a_dataset_atomically(spark, pooled, tmp_path):
     from kbest_bleu.batch.parquet import score_parquet
     from kbest_bleu.batch.spark import META_FILE, score_parquet_spark

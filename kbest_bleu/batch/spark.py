@@ -32,7 +32,7 @@ from .._arrow import to_numpy
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..errors import InputError, install_extra
-from ..stats import ngram_stats, segment_argmax
+from ..stats import ngram_stats, segment_argmax, set_threads
 from .output import atomic_output, check_output
 from .references import Columns
 from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
@@ -73,6 +73,7 @@ def _scored(df, cfg: BleuConfig, columns: Columns, stats: bool, smoothings: Sequ
     out_schema = out_schema.append(pa.field(TALLY, pa.binary()))
 
     def score_partition(batches):
+        _task_threads()
         tally = Tally(cfg)
         held = None  # the previous batch, sent once it is known not to be the last
         for out in score_batches(batches, cfg, columns=columns, stats=stats, smoothings=smoothings,
@@ -84,6 +85,17 @@ def _scored(df, cfg: BleuConfig, columns: Columns, stats: bool, smoothings: Sequ
             yield _with_tally(held, pickle.dumps(tally))
 
     return grouped.mapInArrow(score_partition, from_arrow_schema(out_schema))
+
+
+def _task_threads() -> None:
+    """In a Spark task: the kernels' threads set to the CPUs Spark gave the task
+    (``spark.task.cpus``, 1 by default). An executor runs a task on each of its cores at once;
+    kernels starting a thread per core in each task would run cores x cores threads. Outside a
+    task (no TaskContext), nothing changes."""
+    from pyspark import TaskContext
+    ctx = TaskContext.get()
+    if ctx is not None:
+        set_threads(max(1, int(ctx.cpus())))
 
 
 def _with_tally(batch: pa.RecordBatch, tally: Optional[bytes]) -> pa.RecordBatch:
@@ -120,6 +132,7 @@ def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = 
                         + [StructField(s, LongType()) for s in stat_names])
 
     def summarize(table: pa.Table) -> pa.Table:
+        _task_threads()
         table = table.sort_by(ROW)
         ptr = np.array([0, table.num_rows], np.int64)
         st = ngram_stats(table[columns.hypothesis], table[columns.references], np.zeros(table.num_rows, np.int64),
