@@ -8,12 +8,8 @@ scoring function is first touched.
 from importlib import import_module
 from typing import Any
 
-from ._cpus import size_numba_pool
 from .config import COMPATS, TOKENIZERS, BleuConfig, __version__
 from .errors import InputError
-
-# in a container whose CPU quota is below its cores, numba's pool is sized to the quota (README, "Threads")
-size_numba_pool()
 
 _LAZY = {
     "BleuResult": "bleu", "corpus_bleu": "bleu", "corpus_score": "bleu", "document_score": "bleu",

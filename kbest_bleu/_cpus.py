@@ -5,8 +5,11 @@ bandwidth quota of its cgroup (``docker run --cpus``, a Kubernetes CPU limit, a 
 numba and Arrow size their thread pools by the affinity alone, so in a container given 2 CPUs on
 a 64-core host they would start 64 threads each, and the kernel's scheduler throttles the
 container every period once the 64 have spent its 2 CPUs' time. Measured on this project's
-2-core machine in a cgroup of 1 CPU (``cpu.cfs_quota_us`` = period), 2,000,000 rows: 2 threads
-3.14-3.64 s against 1 thread 2.90-3.01 s (README, "Threads").
+2-core machine in a cgroup of 1 CPU (``cpu.cfs_quota_us`` = period), 2,000,000 rows: pools of 2
+(one per core) 3.18-3.69 s against pools sized to the quota 2.93-3.15 s (README, "Threads").
+
+The ``kbest-bleu`` program sizes its pools so (:func:`size_pools_to_quota`); a library caller's
+process is the caller's to configure (``NUMBA_NUM_THREADS``, :func:`kbest_bleu.stats.set_threads`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Iterator, Optional
 
-__all__ = ["affinity_cpus", "cpu_quota", "quota_cpus", "size_numba_pool"]
+__all__ = ["affinity_cpus", "cpu_quota", "quota_cpus", "size_pools_to_quota"]
 
 PROC_SELF = Path("/proc/self")
 
@@ -50,15 +53,19 @@ def quota_cpus(proc: Path = PROC_SELF) -> Optional[int]:
     return quota if quota is not None and quota < affinity_cpus() else None
 
 
-def size_numba_pool() -> None:
-    """numba's thread pool sized to :func:`quota_cpus` before numba is imported, unless
-    ``NUMBA_NUM_THREADS`` is set (by the user, or by ``--threads``:
-    :func:`kbest_bleu.stats.set_threads`). Once numba is imported its pool is sized already."""
-    if "NUMBA_NUM_THREADS" in os.environ or "numba" in sys.modules:
-        return
-    n = quota_cpus()
-    if n is not None:
-        os.environ["NUMBA_NUM_THREADS"] = str(n)
+def size_pools_to_quota(proc: Path = PROC_SELF) -> Optional[int]:
+    """For a process of its own (the ``kbest-bleu`` program): numba's and Arrow's thread pools
+    sized to :func:`quota_cpus` through ``NUMBA_NUM_THREADS`` and ``OMP_NUM_THREADS`` (which
+    Arrow's CPU pool reads), each unless the user set it or its library is imported already (its
+    pool sized). ``--threads`` later sets both again (:func:`kbest_bleu.stats.set_threads`).
+    Returns the quota applied, or None."""
+    n = quota_cpus(proc)
+    if n is None:
+        return None
+    for var, library in (("NUMBA_NUM_THREADS", "numba"), ("OMP_NUM_THREADS", "pyarrow")):
+        if var not in os.environ and library not in sys.modules:
+            os.environ[var] = str(n)
+    return n
 
 
 def _cpu_cgroup_dirs(proc: Path) -> Iterator[tuple[Path, int]]:
@@ -85,22 +92,28 @@ def _cpu_cgroup_dirs(proc: Path) -> Iterator[tuple[Path, int]]:
             continue
         root, point = _unescape(fields[3]), Path(_unescape(fields[4]))
         for path in _group_paths(groups, version):
-            directory = point / _below(path, root)
+            below = _below(path, root)
+            if below is None:
+                continue
+            directory = point / below
             for d in (directory, *directory.parents):
                 if d != point and point not in d.parents:
                     break
                 yield d, version
 
 
-def _below(path: str, root: str) -> str:
-    """A cgroup path relative to the root of the mount that shows it. Inside a container the
-    path /proc names may be the host's, above the mount's root: the mount point itself is then
-    the process's cgroup."""
+def _below(path: str, root: str) -> Optional[str]:
+    """A cgroup path relative to the root of the mount that shows it, or None where the mount
+    does not show it (a path outside the mount's root, or outside the cgroup namespace: "/.."):
+    no limit is read rather than another cgroup's. In a container without a cgroup namespace the
+    mount's root is the container's own cgroup, named the same in /proc."""
+    if path.startswith("/..") or "/../" in path:
+        return None
     if root == "/":
         return path.lstrip("/")
     if path == root or path.startswith(root.rstrip("/") + "/"):
         return path[len(root):].lstrip("/")
-    return ""
+    return None
 
 
 def _group_paths(lines: list, version: int) -> Iterator[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from importlib import import_module
 from pathlib import Path
@@ -113,16 +114,21 @@ def _cmd_score(a: argparse.Namespace) -> int:
             table = read_kbest(src, fmt, hypothesis=a.hyp_col, references=a.ref_col, option="score IN")
             src = Path(tmp) / (src.name + ".parquet")
             pq.write_table(table, src)
-        if a.sort:
-            sort_segments(src, Path(tmp) / "sorted.parquet", columns.segment, batch_size=a.batch_size)
-            src = Path(tmp) / "sorted.parquet"
         out = Path(tmp) / "out.parquet" if a.output == "-" else a.output
+        converted = src
         try:
+            if a.sort:
+                sort_segments(src, Path(tmp) / "sorted.parquet", columns.segment, batch_size=a.batch_size)
+                src = Path(tmp) / "sorted.parquet"
             summary = _score_with_progress(src, out, cfg, a, columns, refs, metrics, score_parquet)
         except InputError as exc:  # name the user's file, not the converted or sorted copy scored
-            rows = " (rows counted after --sort)" if a.sort else " (rows counted from 0, header excluded)" \
-                if fmt in ("csv", "tsv") else " (rows counted from 0)" if fmt != "parquet" else ""
-            raise InputError(str(exc).replace(str(src), given + (rows if " row" in str(exc) else ""))) from None
+            said, numbered = str(exc), re.search(r"\brows? \d", str(exc)) is not None
+            copies = [(src, " (rows counted after --sort)")] if src != converted else []
+            copies.append((converted, " (rows counted from 0, header excluded)" if fmt in ("csv", "tsv")
+                           else " (rows counted from 0)" if fmt != "parquet" else ""))
+            for path, rows in copies:
+                said = said.replace(str(path), given + (rows if numbered else ""))
+            raise InputError(said) from None
         if a.output == "-":
             _write_stdout(out)
     text = json.dumps(_summary_json(summary, a.width), indent=1) if a.json else str(summary)

@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 
-from ._cpus import quota_cpus
+from ._cpus import size_pools_to_quota
 from ._kernel_codes import skip_blas_probe
 from .cli import main
 
@@ -36,16 +36,14 @@ def _command_process() -> None:
     or not any BLAS call follows (a 5,000-row job: 0.31 -> 0.18 s of CPU, 0.22 -> 0.185 s wall,
     medians of 8; README, "Threads"). The commands' linear algebra is small (tuning's ~15
     features, bootstrap resamples of per-segment statistics): one thread serves it. In a
-    container whose CPU quota is below its cores, Arrow's CPU pool is sized to the quota as
-    numba's is (:mod:`kbest_bleu._cpus`), unless OMP_NUM_THREADS says otherwise. Last, malloc
-    keeps what batches free for the next ones (:func:`_keep_freed_memory`)."""
+    container whose CPU quota is below its cores, numba's and Arrow's pools are sized to the quota
+    (:func:`kbest_bleu._cpus.size_pools_to_quota`), unless NUMBA_NUM_THREADS / OMP_NUM_THREADS say
+    otherwise. Last, malloc keeps what batches free for the next ones (:func:`_keep_freed_memory`)."""
     if "numba" not in sys.modules:  # numba reads its threading layer when it is imported
         os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
     if "numpy" not in sys.modules:  # OpenBLAS reads its thread count when numpy loads it
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    quota = quota_cpus()
-    if quota is not None and "pyarrow" not in sys.modules:  # Arrow sizes its CPU pool by OMP_NUM_THREADS
-        os.environ.setdefault("OMP_NUM_THREADS", str(quota))
+    size_pools_to_quota()
     skip_blas_probe()
     _keep_freed_memory()
 

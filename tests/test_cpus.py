@@ -79,9 +79,42 @@ def test_a_container_sees_its_own_cgroup_at_the_mount_point(tmp_path):
     _write(cg, **{"cpu_cfs_quota_us": "200000", "cpu_cfs_period_us": "100000"})
     proc = _proc(tmp_path, [_v1_mount(cg, root="/docker/abc")], ["3:cpu:/docker/abc"])
     assert _cpus.cpu_quota(proc) == 2
-    # a path outside the mount's root: the mount point is the process's cgroup
+    # a path outside the mount's root, or outside the cgroup namespace: no limit read (not another's)
     (proc / "cgroup").write_text("3:cpu:/elsewhere\n")
+    assert _cpus.cpu_quota(proc) is None
+    (proc / "mountinfo").write_text(_v1_mount(cg) + "\n")
+    (proc / "cgroup").write_text("3:cpu:/../x\n")
+    assert _cpus.cpu_quota(proc) is None
+
+
+def test_named_and_hybrid_hierarchies(tmp_path):
+    """systemd's named v1 hierarchy carries no cpu controller; a hybrid layout's cgroup2 mount
+    without the cpu controller has no cpu.max: the v1 cpu,cpuacct hierarchy decides."""
+    cpu, systemd, unified = tmp_path / "cpu,cpuacct", tmp_path / "systemd", tmp_path / "unified"
+    _write(cpu / "s", **{"cpu_cfs_quota_us": "200000", "cpu_cfs_period_us": "100000"})
+    _write(systemd / "s", **{"cpu_cfs_quota_us": "100000", "cpu_cfs_period_us": "100000"})  # ignored: no cpu
+    (unified / "s").mkdir(parents=True)
+    mounts = [_v1_mount(systemd, "rw,xattr,name=systemd"), _v1_mount(cpu, "rw,cpuacct,cpu"), _v2_mount(unified)]
+    proc = _proc(tmp_path, mounts, ["1:name=systemd:/s", "3:cpu,cpuacct:/s", "0::/s"])
     assert _cpus.cpu_quota(proc) == 2
+
+
+def test_the_program_sizes_both_pools_unless_told_or_imported(tmp_path, monkeypatch):
+    monkeypatch.setattr(_cpus, "quota_cpus", lambda proc=None: 3)
+    for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    monkeypatch.delitem(sys.modules, "pyarrow", raising=False)
+    assert _cpus.size_pools_to_quota() == 3
+    assert os.environ["NUMBA_NUM_THREADS"] == os.environ["OMP_NUM_THREADS"] == "3"
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "5")  # the user's setting stands
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setitem(sys.modules, "pyarrow", sys)  # imported already: its pool is sized
+    _cpus.size_pools_to_quota()
+    assert os.environ["NUMBA_NUM_THREADS"] == "5" and "OMP_NUM_THREADS" not in os.environ
+    monkeypatch.setattr(_cpus, "quota_cpus", lambda proc=None: None)
+    monkeypatch.delenv("NUMBA_NUM_THREADS")
+    assert _cpus.size_pools_to_quota() is None and "NUMBA_NUM_THREADS" not in os.environ
 
 
 def test_escaped_mount_points(tmp_path):

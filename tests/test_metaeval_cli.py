@@ -8,6 +8,7 @@ import pytest
 import scipy.stats
 
 from kbest_bleu.cli import main
+from kbest_bleu.errors import InputError
 
 # two segments, three systems; metric columns m, m2; human score h; pairwise preferences
 TABLE = pa.table({"lp": ["xx"] * 6, "segment_id": [0, 0, 0, 1, 1, 1], "system": ["A", "B", "C"] * 2,
@@ -112,7 +113,7 @@ def test_data_directory_from_the_current_directory_then_beside_the_checkout(tmp_
     monkeypatch.setattr(_shared_data, "_BESIDE_CHECKOUT", tmp_path / "shared" / "data")
     assert _shared_data.data_dir() == (tmp_path / "shared" / "data", "the directory beside the package's checkout")
     monkeypatch.setattr(_shared_data, "_BESIDE_CHECKOUT", tmp_path / "absent")
-    with pytest.raises(Exception, match=r"not found; looked in .* \(from \.\./shared/data from the current directory\)"):
+    with pytest.raises(InputError, match=r"not found; looked in .* \(from \.\./shared/data from the current directory\)"):
         _shared_data.require_data(["wmt12_segments.parquet"])
 
 

@@ -162,6 +162,10 @@ def sort_segments(src: "str | os.PathLike", dst: "str | os.PathLike", segment: S
     sorts each bucket in memory and appends it to ``dst``.
     """
     pf = pq.ParquetFile(src)
+    missing = [c for c in segment if c not in pf.schema_arrow.names]
+    if missing:
+        raise InputError(f"{src}: --sort: no segment column {missing[0]!r}; columns are "
+                         f"{', '.join(pf.schema_arrow.names)}; choose the key with --seg-col")
     keys = pf.read(columns=list(segment))
     order = to_numpy(pc.sort_indices(keys, sort_keys=[(c, "ascending") for c in segment]))
     position = np.empty_like(order)

@@ -90,12 +90,14 @@ def _scored(df, cfg: BleuConfig, columns: Columns, stats: bool, smoothings: Sequ
 def _task_threads() -> None:
     """In a Spark task: the kernels' threads set to the CPUs Spark gave the task
     (``spark.task.cpus``, 1 by default). An executor runs a task on each of its cores at once;
-    kernels starting a thread per core in each task would run cores x cores threads. Outside a
+    kernels starting a thread per core in each task would run cores x cores threads. Arrow's CPU
+    pool follows, as with ``--threads``. The first task of a Python worker sizes its numba pool
+    (numba not imported yet); later tasks of the worker set their count within it. Outside a
     task (no TaskContext), nothing changes."""
     from pyspark import TaskContext
     ctx = TaskContext.get()
     if ctx is not None:
-        set_threads(max(1, int(ctx.cpus())))
+        pa.set_cpu_count(set_threads(max(1, int(ctx.cpus()))))  # Arrow's pool too, as --threads
 
 
 def _with_tally(batch: pa.RecordBatch, tally: Optional[bytes]) -> pa.RecordBatch:

@@ -139,7 +139,8 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
     statistics ``m1 t1 ... m4 t4 reflen`` of each hypothesis, and the matching FEATURES_TXT block.
 
     The block's sentence index is the last segment column's value. Returns the number of segments.
-    Both files are written atomically; ``inputs`` (the table's file) are refused as outputs.
+    Both files are written atomically; ``inputs`` (the table's file) are refused as outputs, and
+    the first names the table in error messages.
     """
     check_output(scores_path, inputs, "--scores")
     if features_path is not None:

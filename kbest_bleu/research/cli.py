@@ -161,7 +161,7 @@ def _cmd_judged(a: argparse.Namespace) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     from ..config import SMOOTHING6_VARIANTS, TOKENIZERS
     p.add_argument("--data", default=None, help="directory with the shared parquet files (default: $KBEST_BLEU_DATA, "
-                                                "else ../shared/data from the current directory)")
+                                                "else ../shared/data from the current directory, else beside the checkout)")
     p.add_argument("-t", "--tokenize", choices=TOKENIZERS, default="13a")
     p.add_argument("-lc", "--lowercase", action="store_true")
     p.add_argument("--smoothing6-variant", choices=SMOOTHING6_VARIANTS, default="literal",

@@ -104,7 +104,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     t.set_defaults(func=_train)
     m = sub.add_parser("metaeval", help="the paper's correlation table on WMT15/WMT17 DA and WMT22 systems")
     m.add_argument("--data", default=None, help="directory of the shared parquet data (default: $KBEST_BLEU_DATA, "
-                                                "else ../shared/data from the current directory)")
+                                                "else ../shared/data from the current directory, else beside the checkout)")
     m.add_argument("--models", default="out/bleu2vec_models", help="model directory (trained with --train)")
     m.add_argument("--corpus-out", default="out/bleu2vec_corpus.txt",
                    help="where --train writes the deduplicated English training text")

@@ -81,7 +81,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--min-prob", type=float, default=0.0, help="drop Meteor pairs below this probability")
     b.set_defaults(func=_build_table)
     m = sub.add_parser("metaeval", help="the paper's correlations as far as the shared data allow")
-    m.add_argument("--data", default=None, help="shared data folder (default: ../shared/data or $KBEST_BLEU_DATA)")
+    m.add_argument("--data", default=None, help="shared data folder (default: $KBEST_BLEU_DATA, else ../shared/data from the current "
+                                                "directory, else beside the checkout)")
     m.add_argument("--paraphrases", default=None,
                    help="English table for the into-English experiment (default: built from pycocoevalcap's "
                         "Meteor data)")
