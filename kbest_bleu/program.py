@@ -46,6 +46,11 @@ def _command_process() -> None:
     size_pools_to_quota()
     skip_blas_probe()
     _keep_freed_memory()
+    if sys.stdout is not None and hasattr(sys.stdout, "reconfigure"):
+        # the summary waits in the text buffer for the flush at exit, where a reader that has gone
+        # (`| head`) is ignored, also under PYTHONUNBUFFERED=1 (common in container images), which
+        # wrote each line at once and failed the finished job with "Broken pipe"
+        sys.stdout.reconfigure(write_through=False)
 
 
 def _keep_freed_memory() -> None:

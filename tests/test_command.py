@@ -44,6 +44,18 @@ def test_the_program_flushes_a_parquet_file_written_to_a_pipe(tmp_path):
     assert b"rows 5,000" in out.stderr  # the summary goes to stderr when the data takes stdout
 
 
+def test_a_summary_reader_that_has_gone_is_not_an_error(tmp_path):
+    """`kbest-bleu score ... | head -1` with PYTHONUNBUFFERED=1: the job is done and its output
+    written; the summary's reader has gone before it is printed: exit 0, no message."""
+    cmd = [sys.executable, "-m", "kbest_bleu", "score", str(SAMPLE), "-t", "none", "-q", "-o", str(tmp_path / "o.parquet")]
+    job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    job.stdout.close()  # the reader goes before the summary is written
+    err = job.stderr.read().decode()
+    assert job.wait() == 0 and err == "", err
+    assert pq.read_table(tmp_path / "o.parquet").num_rows == 5000
+
+
 def test_the_program_keeps_its_exit_status_and_message(tmp_path):
     out = _run(["score", str(tmp_path / "missing.parquet"), "-q"], text=True)
     assert out.returncode == 2
