@@ -100,20 +100,22 @@ def test_named_and_hybrid_hierarchies(tmp_path):
 
 
 def test_the_program_sizes_both_pools_unless_told_or_imported(tmp_path, monkeypatch):
+    # a copy of the environment: what the function sets must not reach this process's numba,
+    # which refuses a NUMBA_NUM_THREADS other than its running pool's at its next compile
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items()
+                                        if k not in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")})
     monkeypatch.setattr(_cpus, "quota_cpus", lambda proc=None: 3)
-    for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
-        monkeypatch.delenv(var, raising=False)
     monkeypatch.delitem(sys.modules, "numba", raising=False)
     monkeypatch.delitem(sys.modules, "pyarrow", raising=False)
     assert _cpus.size_pools_to_quota() == 3
     assert os.environ["NUMBA_NUM_THREADS"] == os.environ["OMP_NUM_THREADS"] == "3"
-    monkeypatch.setenv("NUMBA_NUM_THREADS", "5")  # the user's setting stands
-    monkeypatch.delenv("OMP_NUM_THREADS")
+    os.environ["NUMBA_NUM_THREADS"] = "5"  # the user's setting stands
+    del os.environ["OMP_NUM_THREADS"]
     monkeypatch.setitem(sys.modules, "pyarrow", sys)  # imported already: its pool is sized
     _cpus.size_pools_to_quota()
     assert os.environ["NUMBA_NUM_THREADS"] == "5" and "OMP_NUM_THREADS" not in os.environ
     monkeypatch.setattr(_cpus, "quota_cpus", lambda proc=None: None)
-    monkeypatch.delenv("NUMBA_NUM_THREADS")
+    del os.environ["NUMBA_NUM_THREADS"]
     assert _cpus.size_pools_to_quota() is None and "NUMBA_NUM_THREADS" not in os.environ
 
 
