@@ -63,7 +63,6 @@ def config_from(a: argparse.Namespace) -> BleuConfig:
             raise InputError(f"--spm-model: expected with -t flores101, flores200 or spm; found -t {a.tokenize}")
         import os
         from .tokenize import SPM_MODEL_ENV
-        # through the environment, so that worker processes (Spark, local mode) find it too
         os.environ[SPM_MODEL_ENV["flores101" if a.tokenize == "spm" else a.tokenize]] = str(Path(a.spm_model).resolve())
     weights = None
     if a.weights:

@@ -41,8 +41,7 @@ def cpu_quota(proc: Path = PROC_SELF) -> Optional[int]:
 
     ``proc``: the ``/proc/self`` to read (``mountinfo`` and ``cgroup``), for tests.
     """
-    limits = [cpus for directory, version in _cpu_cgroup_dirs(proc) for cpus in [_limit(directory, version)]
-              if cpus is not None]
+    limits = [cpus for cpus in (_limit(d, version) for d, version in _cpu_cgroup_dirs(proc)) if cpus is not None]
     return min(limits) if limits else None
 
 

@@ -58,11 +58,11 @@ def _keep_freed_memory() -> None:
     up to :data:`MMAP_THRESHOLD` from the heap, freed memory kept up to :data:`TRIM_THRESHOLD`.
     By default glibc maps each block above its threshold (128 KiB, rising with the blocks freed up
     to 32 MiB; a batch's arrays pass it) afresh and unmaps it when freed, so every batch faults its
-    pages in again, each fault costing system time (more on a VM). Measured on 2,000,000 rows, 4 alternated runs each: 115,000-120,000 -> 33,000-38,000
-    page faults, 0.39-0.95 -> 0.17-0.30 s of system time, median wall 2.24 -> 2.05 s, the same
-    peak memory. Left alone where the user tunes malloc
-    (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``GLIBC_TUNABLES``), off Linux, and
-    where the C library has no ``mallopt`` (musl's accepts and ignores it)."""
+    pages in again, each fault costing system time (more on a VM). Measured on 2,000,000 rows, 4
+    alternated runs each: 115,000-120,000 -> 33,000-38,000 page faults, 0.39-0.95 -> 0.17-0.30 s
+    of system time, median wall 2.24 -> 2.05 s, the same peak memory. Left alone where the user
+    tunes malloc (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``GLIBC_TUNABLES``), off
+    Linux, and where the C library has no ``mallopt`` (musl's accepts and ignores it)."""
     if (not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ
             or "MALLOC_TRIM_THRESHOLD_" in os.environ or "malloc" in os.environ.get("GLIBC_TUNABLES", "")):
         return

@@ -1,6 +1,8 @@
 """`kbest-bleu metaeval judged` on a tiny hand-built judged dataset (values by hand or scipy), the
 data directory lookup (--data, KBEST_BLEU_DATA), and `metaeval mqm` against sacrebleu + scipy."""
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -105,7 +107,7 @@ def test_data_directory_from_the_current_directory_then_beside_the_checkout(tmp_
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
     assert _shared_data.data_dir() == (tmp_path / "shared" / "data", "../shared/data from the current directory")
-    assert _shared_data.data_dir("x") == (_shared_data.Path("x"), "--data")
+    assert _shared_data.data_dir("x") == (Path("x"), "--data")
     monkeypatch.setenv("KBEST_BLEU_DATA", str(tmp_path))
     assert _shared_data.data_dir() == (tmp_path, "KBEST_BLEU_DATA")
     monkeypatch.delenv("KBEST_BLEU_DATA")

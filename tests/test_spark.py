@@ -113,8 +113,8 @@ def test_score_dataframe_counts_on_the_tasks_cpus(spark, pooled):
 
     path, t = pooled
     out = score_dataframe(spark.read.parquet(str(path)), columns=COLS, metrics=[ThreadProbe()]).toArrow()
-    assert out.num_rows == t.num_rows and set(out["threads_seen"].to_pylist()) == {1}
-    assert int(spark.conf.get("spark.task.cpus", "1")) == 1
+    cpus = int(spark.conf.get("spark.task.cpus", "1"))
+    assert cpus < 2 and out.num_rows == t.num_rows and set(out["threads_seen"].to_pylist()) == {cpus}
     before = thread_count()
     _task_threads()  # on the driver: no task
     assert thread_count() == before

@@ -1,7 +1,5 @@
 """Tuning loops and MBR: exact gradients, recovery of a known direction, real K-best lists."""
 
-from pathlib import Path
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -233,8 +231,7 @@ def test_tune_command_on_the_bundled_sample_merges_its_iterations(tmp_path, caps
     iterations' lists by segment_id, as the API does."""
     import json
 
-    from kbest_bleu.cli import main
-    path = Path(kb.__file__).parent / "data" / "moses_100best_sample.parquet"
+    from kbest_bleu.cli import SAMPLE as path, main
     lists = KbestLists.from_table(pq.read_table(path))
     assert main(["tune", str(path), "--method", "pro"]) == 0
     out = json.loads(capsys.readouterr().out)
