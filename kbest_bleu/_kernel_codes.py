@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Iterator
 
+from . import _collector
+
 __all__ = ["BYTE_DIGIT", "BYTE_DOT", "BYTE_HYPHEN", "BYTE_MAY_SPACE", "BYTE_ORDINARY", "BYTE_PUNCT", "BYTE_SPACE",
            "REF_AVERAGE", "REF_CLOSEST", "REF_SHORTEST", "RULES_13A", "RULES_NONE", "RULES_ZH", "before_compile",
            "blas_probe_skipped", "kernels", "python_function", "skip_blas_probe"]
@@ -74,7 +76,9 @@ def blas_probe_skipped() -> Iterator[None]:
 
 def before_compile() -> None:
     """Called when numba is about to compile one of the package's kernels (a cache miss): the
-    module that probes is imported under :func:`blas_probe_skipped`."""
+    module that probes is imported under :func:`blas_probe_skipped`, and the program's paused
+    garbage collector resumes (:mod:`kbest_bleu._collector`)."""
+    _collector.resume()
     with blas_probe_skipped():
         import numba.np.arraymath  # noqa: F401 (the module that probes, at its import)
 

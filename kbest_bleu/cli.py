@@ -17,6 +17,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Optional, Sequence
 
+from . import _collector
 from ._cli_options import Parser, columns_options, config_from, refs_option, scoring_options
 from .config import BleuConfig, __version__
 from .errors import InputError
@@ -89,6 +90,8 @@ def _cmd_score(a: argparse.Namespace) -> int:
     _logging(a.quiet)
     cfg = config_from(a)
     metrics = _metrics(a)
+    if metrics or a.engine == "spark":  # long jobs in Python and pyspark: the start-up is a small part
+        _collector.resume()
     src = Path(a.input) if a.input else SAMPLE
     if a.input is None:
         log.info("no input given: scoring the bundled sample %s (real Moses 100-best lists, moses-regression-tests, "
@@ -139,10 +142,15 @@ def _cmd_score(a: argparse.Namespace) -> int:
 
 
 def _score_with_progress(src, out, cfg, a, columns, refs, metrics, score_parquet):
-    """score_parquet with a tqdm bar (total rows from the parquet metadata; off with -q or without a TTY)."""
+    """score_parquet with a tqdm bar (total rows from the parquet metadata; off with -q or without a TTY).
+    The program's paused garbage collector resumes after the first batch (the start-up is over)."""
     import pyarrow.parquet as pq
 
-    def run(on_batch):
+    def run(bar_update):
+        def on_batch(rows: int) -> None:
+            _collector.resume()
+            if bar_update:
+                bar_update(rows)
         return score_parquet(src, out, cfg, columns=columns, references=refs, stats=a.stats,
                              smoothings=a.also_smoothing, metrics=metrics, batch_size=a.batch_size, quiet=True,
                              **({} if a.batch_bytes is None else {"batch_bytes": a.batch_bytes}),
@@ -536,6 +544,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # SIGINT/SIGTERM/SIGHUP: temporaries removed, one line, exit 128+signal (README, "Failure
     # behaviour"); the previous handlers come back when main returns (main called in-process)
     previous = install_signal_handlers()
+    if args.command != "score":
+        _collector.resume()  # only a scoring job's start-up runs without the collector
     try:
         return args.func(args)
     except InputError as exc:

@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 
+from . import _collector
 from ._cpus import size_pools_to_quota
 from ._kernel_codes import skip_blas_probe
 from .cli import main
@@ -39,6 +40,7 @@ def _command_process() -> None:
     container whose CPU quota is below its cores, numba's and Arrow's pools are sized to the quota
     (:func:`kbest_bleu._cpus.size_pools_to_quota`), unless NUMBA_NUM_THREADS / OMP_NUM_THREADS say
     otherwise. Last, malloc keeps what batches free for the next ones (:func:`_keep_freed_memory`)."""
+    _collector.pause()
     if "numba" not in sys.modules:  # numba reads its threading layer when it is imported
         os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
     if "numpy" not in sys.modules:  # OpenBLAS reads its thread count when numpy loads it

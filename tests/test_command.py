@@ -182,3 +182,24 @@ def test_an_output_error_at_exit_fails_the_program():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 1
     assert "writing the output" in out.stderr and "No space left" in out.stderr
+
+
+GC_STATE = "import gc\nprint(gc.isenabled(), gc.get_freeze_count() > 0)\n"
+
+
+def test_the_program_starts_a_scoring_job_without_the_collector_then_resumes_it():
+    """The program's process runs a scoring job's start-up with the cyclic collector off and
+    freezes what it allocated once the first batch is scored: afterwards the collector is on and
+    the start-up's objects are frozen (out of its runs). Before the job, it is off."""
+    words = _settings(PROCESS + GC_STATE + SCORE.split("\n", 1)[1] + GC_STATE)
+    assert words[:2] == ["False", "False"] and words[-2:] == ["True", "True"]
+
+
+def test_other_commands_and_compiles_run_with_the_collector():
+    """Every command but score resumes the collector before it runs; a compile resumes it (numba's
+    compiler leaves cycles behind); a library caller's collector is never paused or frozen."""
+    corpus = f"from kbest_bleu.cli import main\nmain(['corpus', {str(SAMPLE)!r}, '-t', 'none', '--json'])\n"
+    assert _settings(PROCESS + corpus + GC_STATE)[-2:] == ["True", "True"]
+    compile_ = PROCESS + "from kbest_bleu._kernel_codes import before_compile\nbefore_compile()\n" + GC_STATE
+    assert _settings(compile_)[-2:] == ["True", "True"]
+    assert _settings(SCORE + GC_STATE)[-2:] == ["True", "False"]
