@@ -39,7 +39,9 @@ def _command_process() -> None:
     features, bootstrap resamples of per-segment statistics): one thread serves it. In a
     container whose CPU quota is below its cores, numba's and Arrow's pools are sized to the quota
     (:func:`kbest_bleu._cpus.size_pools_to_quota`), unless NUMBA_NUM_THREADS / OMP_NUM_THREADS say
-    otherwise. Last, malloc keeps what batches free for the next ones (:func:`_keep_freed_memory`)."""
+    otherwise. Malloc keeps what batches free for the next ones (:func:`_keep_freed_memory`). First of
+    all, Python's garbage collector is paused until the job's start-up is over
+    (:mod:`kbest_bleu._collector`: its runs over the imports found nothing to free)."""
     _collector.pause()
     if "numba" not in sys.modules:  # numba reads its threading layer when it is imported
         os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")

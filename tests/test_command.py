@@ -1,6 +1,6 @@
 """The ``kbest-bleu`` program as a process of its own (``kbest_bleu.program.command``): its settings
-(numba's workqueue layer, no BLAS probe, one OpenBLAS thread, malloc reusing freed blocks) and
-its fast exit, which must lose no output."""
+(numba's workqueue layer, no BLAS probe, one OpenBLAS thread, malloc reusing freed blocks, the
+garbage collector paused at start-up) and its fast exit, which must lose no output."""
 
 from __future__ import annotations
 
