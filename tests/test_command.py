@@ -203,3 +203,32 @@ def test_other_commands_and_compiles_run_with_the_collector():
     compile_ = PROCESS + "from kbest_bleu._kernel_codes import before_compile\nbefore_compile()\n" + GC_STATE
     assert _settings(compile_)[-2:] == ["True", "True"]
     assert _settings(SCORE + GC_STATE)[-2:] == ["True", "False"]
+
+
+POOL = "import pyarrow as pa\nprint(pa.default_memory_pool().backend_name)\n"
+
+
+def test_the_program_takes_arrows_jemalloc_pool_unless_told():
+    """The program's Arrow buffers come from jemalloc where pyarrow has it (mimalloc's commits and
+    purges cost system time); the user's ARROW_DEFAULT_MEMORY_POOL wins, and a library caller
+    keeps pyarrow's default."""
+    import pyarrow as pa
+    if "jemalloc" not in pa.supported_memory_backends():
+        pytest.skip("this pyarrow has no jemalloc")
+    unset = ("ARROW_DEFAULT_MEMORY_POOL",)
+    assert _settings(PROCESS + POOL, unset=unset) == ["jemalloc"]
+    assert _settings(PROCESS + POOL, {"ARROW_DEFAULT_MEMORY_POOL": "system"}, unset) == ["system"]
+    assert _settings(SCORE + "print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL', '-'))", unset=unset)[-1] == "-"
+
+
+def test_jemalloc_is_read_from_pyarrows_build_header(tmp_path):
+    """A pyarrow built without jemalloc (or without its headers) keeps its default pool: asking
+    Arrow for one it lacks would print a warning on every command."""
+    from kbest_bleu.program import _has_jemalloc
+    util = tmp_path / "include" / "arrow" / "util"
+    assert not _has_jemalloc(tmp_path)  # no header
+    util.mkdir(parents=True)
+    (util / "config.h").write_text("#define ARROW_JEMALLOC_VENDORED\n#define ARROW_MIMALLOC\n")
+    assert not _has_jemalloc(tmp_path)
+    (util / "config.h").write_text("#define ARROW_S3\n#define ARROW_JEMALLOC\n#define ARROW_JEMALLOC_VENDORED\n")
+    assert _has_jemalloc(tmp_path)
