@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -187,12 +188,24 @@ def test_an_output_error_at_exit_fails_the_program():
 GC_STATE = "import gc\nprint(gc.isenabled(), gc.get_freeze_count() > 0)\n"
 
 
+# records, at the collector's first resume, how many times it has run and whether the job's
+# first batch has been scored yet (its kernels imported numba)
+FIRST_RESUME = ("import gc, sys\nimport kbest_bleu._collector as collector\nruns, seen = [], []\n"
+                "gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(1))\n"
+                "resume = collector.resume\n"
+                "def first_resume():\n    if not seen:\n        seen.append(1)\n"
+                "        print('resume', len(runs), 'numba' in sys.modules)\n    resume()\n"
+                "collector.resume = first_resume\n")
+
+
 def test_the_program_starts_a_scoring_job_without_the_collector_then_resumes_it():
-    """The program's process runs a scoring job's start-up with the cyclic collector off and
-    freezes what it allocated once the first batch is scored: afterwards the collector is on and
-    the start-up's objects are frozen (out of its runs). Before the job, it is off."""
-    words = _settings(PROCESS + GC_STATE + SCORE.split("\n", 1)[1] + GC_STATE)
+    """The program's process runs a scoring job's start-up with the cyclic collector off: it has
+    not run once when it resumes, and it resumes after the first batch (the kernels, hence numba,
+    are loaded by then; a resume as the command starts would come before). Afterwards it is on,
+    with the start-up's objects frozen out of its runs."""
+    words = _settings(PROCESS + GC_STATE + FIRST_RESUME + SCORE.split("\n", 1)[1] + GC_STATE)
     assert words[:2] == ["False", "False"] and words[-2:] == ["True", "True"]
+    assert words[words.index("resume") + 1:words.index("resume") + 3] == ["0", "True"]
 
 
 def test_other_commands_and_compiles_run_with_the_collector():
@@ -213,8 +226,10 @@ def test_the_program_takes_arrows_jemalloc_pool_unless_told():
     purges cost system time); the user's ARROW_DEFAULT_MEMORY_POOL wins, and a library caller
     keeps pyarrow's default."""
     import pyarrow as pa
-    if "jemalloc" not in pa.supported_memory_backends():
-        pytest.skip("this pyarrow has no jemalloc")
+
+    from kbest_bleu.program import _has_jemalloc
+    if not _has_jemalloc(Path(pa.__file__).parent) or os.sysconf("SC_PAGESIZE") != 4096:
+        pytest.skip("the program keeps pyarrow's default pool here (no jemalloc in its build header, or not 4 KiB pages)")
     unset = ("ARROW_DEFAULT_MEMORY_POOL",)
     assert _settings(PROCESS + POOL, unset=unset) == ["jemalloc"]
     assert _settings(PROCESS + POOL, {"ARROW_DEFAULT_MEMORY_POOL": "system"}, unset) == ["system"]
