@@ -189,11 +189,22 @@ def _advantage(peer: dict, times: dict, runs: dict, j: int) -> float:
     return statistics.median(peer[run] / ours[run] for run in peer if run in ours)
 
 
+def _versions() -> str:
+    """The libraries the numbers depend on, and the Arrow memory pool of the program's process."""
+    import numba
+    import sacrebleu
+    probe = ("from kbest_bleu.program import _command_process\n_command_process()\n"
+             "import pyarrow as pa\nprint(pa.default_memory_pool().backend_name)")
+    pool = subprocess.run([PY, "-c", probe], capture_output=True, text=True).stdout.strip() or "?"
+    return (f"numpy {np.__version__}, numba {numba.__version__}, pyarrow {pa.__version__}, "
+            f"sacrebleu {sacrebleu.__version__}; the program's Arrow pool: {pool}")
+
+
 def report(jobs, times, runs, loads, checks, singles, firsts) -> str:
     med = {k: statistics.median(v) for k, v in times.items()}
     lines = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; 1-minute load average at the start of each "
-             f"round: {', '.join(f'{x:.1f}' for x in loads)} (the machine is shared)", "",
+             f"round: {', '.join(f'{x:.1f}' for x in loads)} (the machine is shared); {_versions()}", "",
              "| job (whole process, wall s, median) | tok | kbest_bleu (2 threads) | 1 thread | 2 vs 1 thread | "
              "`--engine kernels` | best peer pipeline | advantage (same round) | I/O floor | kbest_bleu / floor | runs | "
              "max abs diff vs peer | peer vs sacrebleu |", "|---" * 13 + "|"]
