@@ -338,6 +338,26 @@ def test_parquet_job_keeps_declared_column_types(tmp_path, hyp_type, engine):
     assert np.array_equal(out["bleu"].to_numpy(), kb.score_kbest(t["hypothesis"], t["references"], t["segment_id"]))
 
 
+
+@pytest.mark.parametrize("hyp_col,ref_col", [("hypothesis", "references"), ("mt", "refs")])
+def test_output_has_statistics_for_every_column_but_the_scored_text(tmp_path, hyp_col, ref_col):
+    """Row-group statistics (min, max, nulls) for the segment ids, the scores and any other
+    passed-through column, none for the hypotheses and references (whatever their names)."""
+    t = pa.table({"segment_id": pa.array([0, 0, 1], pa.int64()), "doc": ["d1", "d1", "d2"],
+                  hyp_col: ["a b c", "a b", "x"], ref_col: [["a b c", "a"], ["a b c", "a"], ["x y"]]})
+    for rows, name in [(3, "out.parquet"), (0, "empty.parquet")]:
+        pq.write_table(t.slice(0, rows), tmp_path / "in.parquet")
+        score_parquet(tmp_path / "in.parquet", tmp_path / name, columns=Columns(hypothesis=hyp_col, references=ref_col))
+        meta = pq.ParquetFile(tmp_path / name).metadata
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            with_stats = {group.column(j).path_in_schema for j in range(group.num_columns)
+                          if group.column(j).is_stats_set}
+            assert with_stats == {"segment_id", "doc", "bleu"}
+    meta = pq.ParquetFile(tmp_path / "out.parquet").metadata
+    stats = [meta.row_group(g).column(0).statistics for g in range(meta.num_row_groups)]
+    assert (min(s.min for s in stats), max(s.max for s in stats)) == (0, 1)
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monkeypatch, threads):
     """--threads 1 keeps the whole job on the calling thread; with 2, a job on the kernels (numba)
