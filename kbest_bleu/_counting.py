@@ -34,6 +34,7 @@ from ._kernel_codes import (
     REF_SHORTEST,
     RULES_13A,
     RULES_NONE,
+    python_function,
 )
 
 # Idle OpenMP workers sleep instead of spinning (unless the user chose a policy): on a busy 2-core
@@ -68,7 +69,7 @@ def _table_capacity(n_items):
     return cap
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _ref_length(hyp_len, ref_lens, policy):
     """Effective reference length of one hypothesis.
 
@@ -529,6 +530,14 @@ def _split(data, i, end, rules, byte_class, wide_space, starts, ends, t):
     return t
 
 
+# The same splitter inlined where it runs once per hypothesis (:func:`_lookup_tokens`): a call
+# there costs more than the split of a short sentence (its array arguments are reference-counted
+# on every call), and inlining it everywhere added ~2 s to the first compilation. Measured on
+# 200,000 rows in one process: the text kernel 6-8% faster (none 124-128 against 128-138 ms,
+# 13a 134-136 against 136-152 ms on one thread).
+_split_inline = njit(cache=True, inline="always")(python_function(_split))
+
+
 @njit(cache=True)
 def _token_bounds(data, offsets, r0, r1, rules, byte_class, wide_space, ptr, starts, ends, hashes):
     """Tokens of strings r0..r1-1 (:func:`_split`).
@@ -636,7 +645,7 @@ def _split_intern(data, offsets, rules, byte_class, wide_space):
     return ids, ptr, first[:n_ids], length[:n_ids]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lookup_tokens(buf, i, end, rules, byte_class, wide_space, vocab, ref_data, starts, ends, ids):
     """Split buf[i:end] into tokens (:func:`_split`) and write the vocabulary id of each token to ids
     (-1 for a token that is not in the vocabulary). Returns the number of tokens.
@@ -645,7 +654,7 @@ def _lookup_tokens(buf, i, end, rules, byte_class, wide_space, vocab, ref_data, 
     lengths[v]]; equal hashes are confirmed byte by byte. starts, ends: scratch bounds.
     """
     table, hashes, first, lengths = vocab
-    c = _split(buf, i, end, rules, byte_class, wide_space, starts, ends, _ZERO)
+    c = _split_inline(buf, i, end, rules, byte_class, wide_space, starts, ends, _ZERO)
     for k in range(c):
         a, b = starts[k], ends[k]
         ids[k] = table[_token_slot(table, hashes, first, lengths, ref_data, buf, a, b, _hash_bytes(buf, a, b))]
