@@ -361,9 +361,10 @@ def test_output_has_statistics_for_every_column_but_the_scored_text(tmp_path, hy
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monkeypatch, threads):
     """--threads 1 keeps the whole job on the calling thread; with 2, a job on the kernels (numba)
-    engine reads and prepares the next chunk on one background thread and writes behind on
-    another, counting on the calling thread. The scores are the same either way (equal to the
-    in-memory path), in input order."""
+    engine reads and prepares ahead on one background thread, counts on another (with the
+    caller's kernel thread count), scores on the calling thread and writes behind on a fourth.
+    The scores are the same either way (equal to the in-memory path), in input order."""
+    import contextlib
     import threading
 
     import numba
@@ -399,10 +400,18 @@ def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monke
         where["count"].add(threading.get_ident())
         return count(*args, **kwargs)
 
+    @contextlib.contextmanager
+    def sizing(n_bytes):  # the kernels' thread count where the counting starts
+        where.setdefault("count threads", set()).add(numba.get_num_threads())
+        with threads_for(n_bytes) as n:
+            yield n
+
     monkeypatch.setattr(bp, "_read_batches", reading)
     monkeypatch.setattr(pq.ParquetWriter, "write_batch", writing)
     monkeypatch.setattr(stream, "_prepare_chunk", preparing)
     monkeypatch.setattr(stats, "text_kernel_stats", counting)
+    threads_for = stats.threads_for
+    monkeypatch.setattr(stats, "threads_for", sizing)
     before = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
@@ -411,10 +420,11 @@ def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monke
         numba.set_num_threads(before)
     main_thread = {threading.get_ident()}
     if threads == 2 and numba.config.NUMBA_NUM_THREADS >= 2:
-        assert where["read"] and where["write"] and main_thread.isdisjoint(where["read"] | where["write"])
-        assert where["prepare"] == where["read"] and where["count"] == main_thread
+        assert len(where["read"] | where["write"] | where["count"] | main_thread) == 4
+        assert where["prepare"] == where["read"] and len(where["count"]) == 1 and where["count threads"] == {2}
     elif threads == 1:
         assert where["read"] == where["write"] == where["prepare"] == where["count"] == main_thread
+        assert where["count threads"] == {1}
     got = pq.read_table(tmp_path / "o.parquet")["bleu"].to_numpy()
     want = kb.score_kbest(hyps, [refs[s] for s in seg], seg, tokenize="none")
     assert np.array_equal(got, want)
@@ -451,6 +461,47 @@ def test_chunks_prepared_ahead_score_as_inline_and_fail_in_place():
         assert 1300 <= rows < 77 * 20  # the chunks before segment 77's were scored first
         if pool:
             pool.shutdown()
+
+
+@pytest.mark.skipif(not __import__("numba").config.NUMBA_NUM_THREADS >= 2, reason="needs a numba pool of 2+")
+def test_counting_ahead_keeps_order_thread_count_and_fails_in_place():
+    """With overlap, chunk i+1 is counted on another thread (with the caller's kernel thread
+    count, here 1 against a pool of 2+) while chunk i is handed out; chunks come in order, and
+    a chunk that fails to arrive fails after the one before it was handed out."""
+    import threading
+
+    import numba
+
+    from kbest_bleu.batch.stream import _counted
+
+    class Chunk:
+        def __init__(self, i):
+            self.i = i
+
+        def count(self):
+            return self.i, threading.get_ident(), numba.get_num_threads()
+
+    def chunks(n, fail_at=None):
+        for i in range(n):
+            if i == fail_at:
+                raise kb.InputError(f"chunk {i} is bad")
+            yield Chunk(i)
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        got = list(_counted(chunks(5), overlap=True))
+        inline = list(_counted(chunks(5), overlap=False))
+        handed = []
+        with pytest.raises(kb.InputError, match="chunk 3 is bad"):
+            for chunk, _ in _counted(chunks(5, fail_at=3), overlap=True):
+                handed.append(chunk.i)
+    finally:
+        numba.set_num_threads(before)
+    assert [c.i for c, _ in got] == [s[0] for _, s in got] == [0, 1, 2, 3, 4]
+    assert {s[1] for _, s in got}.isdisjoint({threading.get_ident()}) and {s[2] for _, s in got} == {1}
+    assert {s[1] for _, s in inline} == {threading.get_ident()}
+    assert handed == [0, 1, 2]
 
 
 def test_chunk_preparation_launches_no_parallel_kernel(monkeypatch):
