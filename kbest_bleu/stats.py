@@ -328,14 +328,22 @@ def segment_counter(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.nd
     Now: text is prepared (tokenizer rules, 13a unescapes, lowercasing, the references
     flattened: Arrow work and serial ``nogil`` kernels, never a parallel one, so that it may run
     beside any kernel). At the call: the text kernel on the kernels' threads, or the numpy engine;
-    pre-tokenized lists (list<string>) are encoded and counted then (parallel kernels)."""
-    if is_token_lists(hypotheses.type) or is_token_lists(seg_refs.type.value_type):
+    pre-tokenized lists (list<string>) are encoded and counted then (parallel kernels:
+    :func:`counts_in_parallel`)."""
+    if counts_in_parallel(hypotheses, seg_refs):
         def encoded() -> BleuStats:
             with threads_for(hypotheses.nbytes + seg_refs.nbytes):  # the encoder's kernels too
                 enc = encode(hypotheses, seg_refs, seg_hyp_ptr, configs[0].tokenize, configs[0].lowercase)
                 return stats_from_encoded(enc, *configs)
         return encoded
     return _text_counter(hypotheses, seg_refs, seg_hyp_ptr, configs, engine)
+
+
+def counts_in_parallel(hypotheses: pa.Array, seg_refs: pa.Array) -> bool:
+    """Whether :func:`segment_counter`'s counting of these inputs launches numba's parallel
+    kernels (pre-tokenized lists are encoded to ids by them): such a launch must come from one
+    thread at a time under numba's workqueue layer. The text kernel runs on plain threads."""
+    return is_token_lists(hypotheses.type) or is_token_lists(seg_refs.type.value_type)
 
 
 def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, config: "BleuConfig | None" = None,

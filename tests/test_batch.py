@@ -345,16 +345,15 @@ def test_output_has_statistics_for_every_column_but_the_scored_text(tmp_path, hy
     passed-through column, none for the hypotheses and references (whatever their names)."""
     t = pa.table({"segment_id": pa.array([0, 0, 1], pa.int64()), "doc": ["d1", "d1", "d2"],
                   hyp_col: ["a b c", "a b", "x"], ref_col: [["a b c", "a"], ["a b c", "a"], ["x y"]]})
-    for rows, name in [(3, "out.parquet"), (0, "empty.parquet")]:
-        pq.write_table(t.slice(0, rows), tmp_path / "in.parquet")
-        score_parquet(tmp_path / "in.parquet", tmp_path / name, columns=Columns(hypothesis=hyp_col, references=ref_col))
-        meta = pq.ParquetFile(tmp_path / name).metadata
-        for g in range(meta.num_row_groups):
-            group = meta.row_group(g)
-            with_stats = {group.column(j).path_in_schema for j in range(group.num_columns)
-                          if group.column(j).is_stats_set}
-            assert with_stats == {"segment_id", "doc", "bleu"}
+    pq.write_table(t, tmp_path / "in.parquet")
+    score_parquet(tmp_path / "in.parquet", tmp_path / "out.parquet", columns=Columns(hypothesis=hyp_col, references=ref_col))
     meta = pq.ParquetFile(tmp_path / "out.parquet").metadata
+    assert meta.num_row_groups >= 1
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        with_stats = {group.column(j).path_in_schema for j in range(group.num_columns)
+                      if group.column(j).is_stats_set}
+        assert with_stats == {"segment_id", "doc", "bleu"}
     stats = [meta.row_group(g).column(0).statistics for g in range(meta.num_row_groups)]
     assert (min(s.min for s in stats), max(s.max for s in stats)) == (0, 1)
 
@@ -466,32 +465,42 @@ def test_chunks_prepared_ahead_score_as_inline_and_fail_in_place():
 @pytest.mark.skipif(not __import__("numba").config.NUMBA_NUM_THREADS >= 2, reason="needs a numba pool of 2+")
 def test_counting_ahead_keeps_order_thread_count_and_fails_in_place():
     """With overlap, chunk i+1 is counted on another thread (with the caller's kernel thread
-    count, here 1 against a pool of 2+) while chunk i is handed out; chunks come in order, and
-    a chunk that fails to arrive fails after the one before it was handed out."""
+    count, here 1 against a pool of 2+) while chunk i is handed out, but a chunk whose counting
+    launches parallel kernels (token lists) on the calling thread, with the counting thread idle;
+    chunks come in order, and a chunk that fails to arrive fails after the one before it was
+    handed out."""
     import threading
+    import time
 
     import numba
 
     from kbest_bleu.batch.stream import _counted
 
+    busy = []  # chunks being counted, at each count's start
+
     class Chunk:
-        def __init__(self, i):
-            self.i = i
+        def __init__(self, i, parallel=False):
+            self.i, self.parallel = i, parallel
 
         def count(self):
-            return self.i, threading.get_ident(), numba.get_num_threads()
+            busy.append(self.i)
+            time.sleep(0.01)
+            out = self.i, threading.get_ident(), numba.get_num_threads(), list(busy)
+            busy.remove(self.i)
+            return out
 
-    def chunks(n, fail_at=None):
+    def chunks(n, fail_at=None, parallel_at=None):
         for i in range(n):
             if i == fail_at:
                 raise kb.InputError(f"chunk {i} is bad")
-            yield Chunk(i)
+            yield Chunk(i, i == parallel_at)
 
     before = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
         got = list(_counted(chunks(5), overlap=True))
         inline = list(_counted(chunks(5), overlap=False))
+        mixed = list(_counted(chunks(5, parallel_at=2), overlap=True))
         handed = []
         with pytest.raises(kb.InputError, match="chunk 3 is bad"):
             for chunk, _ in _counted(chunks(5, fail_at=3), overlap=True):
@@ -501,7 +510,26 @@ def test_counting_ahead_keeps_order_thread_count_and_fails_in_place():
     assert [c.i for c, _ in got] == [s[0] for _, s in got] == [0, 1, 2, 3, 4]
     assert {s[1] for _, s in got}.isdisjoint({threading.get_ident()}) and {s[2] for _, s in got} == {1}
     assert {s[1] for _, s in inline} == {threading.get_ident()}
+    assert [c.i for c, _ in mixed] == [s[0] for _, s in mixed] == [0, 1, 2, 3, 4]
+    here = [s[0] for _, s in mixed if s[1] == threading.get_ident()]
+    assert here == [2] and mixed[2][1][3] == [2]  # nothing else was being counted meanwhile
     assert handed == [0, 1, 2]
+
+
+def test_numpy_engine_counts_on_the_calling_thread(monkeypatch):
+    """With a read-ahead executor, a numpy-engine job still counts on the calling thread: no
+    counting thread (whose set-up reads numba's thread count, importing numba)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import kbest_bleu.batch.stream as stream
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a counting thread was started")
+    monkeypatch.setattr(stream, "ThreadPoolExecutor", no_pool)
+    t = pa.table({"segment_id": [0, 0, 1], "hypothesis": ["a b c", "a b", "x"], "references": [["a b c"]] * 2 + [["x"]]})
+    with ThreadPoolExecutor(1) as pool:
+        out = pa.Table.from_batches(list(score_batches(t.to_batches(max_chunksize=2), engine="numpy", ahead=pool)))
+    assert np.array_equal(out["bleu"].to_numpy(), kb.score_kbest(t["hypothesis"], [["a b c"], ["x"]], [0, 0, 1]))
 
 
 def test_chunk_preparation_launches_no_parallel_kernel(monkeypatch):

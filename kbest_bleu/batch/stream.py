@@ -23,7 +23,7 @@ from ..encode import (check_contiguous, check_segment_keys, hypotheses_array, ke
                       run_starts, segment_references)
 from ..errors import InputError
 from ..metrics.base import Metric
-from ..stats import BleuStats, segment_argmax, segment_counter, set_threads, thread_count
+from ..stats import BleuStats, counts_in_parallel, segment_argmax, segment_counter, set_threads, thread_count
 from .references import Columns, ReferenceTable, require_columns
 
 __all__ = ["COMPRESSIONS", "META_SEGMENT", "Summary", "Tally", "output_schema", "produced_ahead", "score_batches",
@@ -179,6 +179,7 @@ class _Chunk:
     refs: pa.Array  # list<string>, each segment's references
     n_refs: np.ndarray  # int[S]
     count: Callable[[], BleuStats]  # the counting left to do (:func:`~kbest_bleu.stats.segment_counter`)
+    parallel: bool  # whether that counting launches parallel kernels (:func:`~kbest_bleu.stats.counts_in_parallel`)
     inputs: list  # the input columns, of the types the output declares
     schema: pa.Schema  # the output's
 
@@ -214,13 +215,13 @@ def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int,
                          "valid, empty reference)")
     count = segment_counter(hyps, refs, seg_ptr, *(c for _, c in scored), engine=engine)
     inputs = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
-    return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, inputs, schema)
+    return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, counts_in_parallel(hyps, refs), inputs, schema)
 
 
 def _score_chunk(chunk: _Chunk, stats: BleuStats, scored: list, columns: Columns, with_stats: bool,
                  tally: Optional[Tally], metrics: Sequence[Metric] = ()) -> pa.RecordBatch:
-    """Count and score a prepared chunk into one output batch; ``metrics``: more metrics, each
-    scoring the same segments (DESIGN.md section 6)."""
+    """Score a prepared chunk from its statistics (``stats``) into one output batch; ``metrics``:
+    more metrics, each scoring the same segments (DESIGN.md section 6)."""
     cfg = scored[0][1]
     bleu = sentence_scores(stats, cfg)
     if tally is not None:
@@ -276,16 +277,16 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
     ``engine``: "kernels" (numba) or "numpy", for small jobs (:func:`kbest_bleu.stats.numpy_engine_suits`).
     ``ahead``: a one-thread executor on which the next chunk of segments is taken from
     ``batches``, checked and prepared while the current one is counted and scored (the parquet
-    job's reader thread; no parallel kernel runs there); then, without ``metrics``, each chunk is
-    also counted on a thread of its own while the calling thread scores the one before
-    (:func:`_counted`). None does everything on the calling thread.
+    job's reader thread; no parallel kernel runs there); then, on the kernels engine and without
+    ``metrics``, each chunk of text is also counted on a thread of its own while the calling
+    thread scores the one before (:func:`_counted`). None does everything on the calling thread.
     """
     cfg = config or BleuConfig()
     scored = score_columns(cfg, smoothings)
     chunks = _prepared_chunks(batches, cfg, scored, columns, references, stats, smoothings, source, schema, metrics,
                               engine)
-    for chunk, counted in _counted(chunks if ahead is None else produced_ahead(chunks, ahead), ahead is not None
-                                   and not metrics):
+    overlap = ahead is not None and engine == "kernels" and not metrics
+    for chunk, counted in _counted(chunks if ahead is None else produced_ahead(chunks, ahead), overlap):
         yield _score_chunk(chunk, counted, scored, columns, stats, tally, metrics)
 
 
@@ -294,8 +295,10 @@ def _counted(chunks: Iterator[_Chunk], overlap: bool) -> Iterator[tuple[_Chunk, 
     thread of its own (the kernels' thread count carried over: numba keeps one per thread)
     while the caller scores chunk i (smoothings, tallies, the output batch: Python and numpy that
     otherwise left the kernels' threads idle): the 2,000,000-row job 1.629 against 1.693 s, 8
-    alternated runs each. Not with metrics, whose kernels the calling thread launches in parallel
-    (numba's workqueue layer takes parallel launches from one thread at a time)."""
+    alternated runs each. Parallel kernels stay on the calling thread (numba's workqueue layer
+    takes parallel launches from one thread at a time): a chunk whose counting launches them
+    (token lists) is counted there, after the one before it; without ``overlap`` (a job with
+    metrics, whose kernels the calling thread launches in parallel; the numpy engine) every chunk is."""
     if not overlap:
         for chunk in chunks:
             yield chunk, chunk.count()
@@ -311,6 +314,12 @@ def _counted(chunks: Iterator[_Chunk], overlap: bool) -> Iterator[tuple[_Chunk, 
                 if held is not None:
                     yield held[0], held[1].result()
                 raise
+            if chunk.parallel:  # counted here, once the counting thread is done with the one before
+                if held is not None:
+                    yield held[0], held[1].result()
+                    held = None
+                yield chunk, chunk.count()
+                continue
             counting = counter.submit(chunk.count)
             if held is not None:
                 yield held[0], held[1].result()
