@@ -530,12 +530,12 @@ def _split(data, i, end, rules, byte_class, wide_space, starts, ends, t):
     return t
 
 
-# The same splitter inlined where it runs once per hypothesis (:func:`_lookup_tokens`): a call
-# there costs more than the split of a short sentence (its array arguments are reference-counted
-# on every call); inlined at all four call sites it added ~2.5 s to `kbest-bleu warmup`. Never
-# compiled on its own, so not cached. Measured on
-# 200,000 rows in one process: the text kernel 6-8% faster (none 124-128 against 128-138 ms,
-# 13a 134-136 against 136-152 ms on one thread).
+# The same splitter inlined where it runs once per hypothesis (:func:`_text_segment_stats`): a
+# call there costs more than the split of a short sentence (numba reference-counts a callee's
+# array arguments, atomically, on every call); inlined at all four call sites it added ~2.5 s to
+# `kbest-bleu warmup`. Never compiled on its own, so not cached. Measured on 200,000 rows in one
+# process, with the token lookup inlined too: the text kernel 6-8% faster (none 124-128 against
+# 128-138 ms, 13a 134-136 against 136-152 ms on one thread).
 _split_inline = njit(inline="always")(python_function(_split))
 
 
@@ -646,28 +646,13 @@ def _split_intern(data, offsets, rules, byte_class, wide_space):
     return ids, ptr, first[:n_ids], length[:n_ids]
 
 
-@njit(cache=True, inline="always")
-def _lookup_tokens(buf, i, end, rules, byte_class, wide_space, vocab, ref_data, starts, ends, ids):
-    """Split buf[i:end] into tokens (:func:`_split`) and write the vocabulary id of each token to ids
-    (-1 for a token that is not in the vocabulary). Returns the number of tokens.
-
-    ``vocab`` = (table, hashes, first, lengths): token v is ref_data[first[v]:first[v] +
-    lengths[v]]; equal hashes are confirmed byte by byte. starts, ends: scratch bounds.
-    """
-    table, hashes, first, lengths = vocab
-    c = _split_inline(buf, i, end, rules, byte_class, wide_space, starts, ends, _ZERO)
-    for k in range(c):
-        a, b = starts[k], ends[k]
-        ids[k] = table[_token_slot(table, hashes, first, lengths, ref_data, buf, a, b, _hash_bytes(buf, a, b))]
-    return c
-
-
 @njit(cache=True)
 def _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space):
     """Tokens of references r0..r1-1 as ids of a vocabulary local to the segment.
 
-    Returns (vocab, ids int32[T], ptr int64[r1-r0+1], number of distinct tokens); vocab as in
-    :func:`_lookup_tokens`.
+    Returns (vocab, ids int32[T], ptr int64[r1-r0+1], number of distinct tokens). ``vocab`` =
+    (table, hashes, first, lengths): an open-addressing table of token ids (:func:`_token_slot`);
+    token v is ref_data[first[v]:first[v] + lengths[v]], its hash hashes[v].
     """
     n_bytes = ref_off[r1] - ref_off[r0]
     bound = n_bytes + 1  # tokens are at least one byte
@@ -707,6 +692,7 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
     never inserted. A hypothesis whose bytes equal an earlier one's gets a copy of its row.
     """
     vocab, rid, rptr, n_ids = _reference_vocab(ref_data, ref_off, r0, r1, rules, byte_class, wide_space)
+    vocab_table, vocab_hashes, vocab_first, vocab_lengths = vocab
     ref_lens = rptr[1:] - rptr[:-1]
     trie, n_nodes = _reference_trie(rid, rptr, n_ids, n_orders)
     longest = _longest(hyp_off, h0, h1)
@@ -720,7 +706,13 @@ def _text_segment_stats(hyp_data, hyp_off, ref_data, ref_off, h0, h1, r0, r1, n_
         if q >= 0:
             _copy_row(q, h, matches, totals, hyp_len, ref_len)
             continue
-        c = _lookup_tokens(hyp_data, a, b, rules, byte_class, wide_space, vocab, ref_data, starts, ends, hid)
+        # the tokens' vocabulary ids (-1: in no reference), written out here: as a helper, even
+        # inlined, its array arguments were reference-counted (atomically) for every hypothesis
+        c = _split_inline(hyp_data, a, b, rules, byte_class, wide_space, starts, ends, _ZERO)
+        for k in range(c):
+            t0, t1 = starts[k], ends[k]
+            hid[k] = vocab_table[_token_slot(vocab_table, vocab_hashes, vocab_first, vocab_lengths, ref_data,
+                                             hyp_data, t0, t1, _hash_bytes(hyp_data, t0, t1))]
         _length_stats(c, ref_lens, policy, totals, hyp_len, ref_len, h)
         if n_nodes > 0:
             _count_matches(trie, hid, c, n_orders, matches, h, r1 - r0 + 1 + h - h0)
