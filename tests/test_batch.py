@@ -338,7 +338,6 @@ def test_parquet_job_keeps_declared_column_types(tmp_path, hyp_type, engine):
     assert np.array_equal(out["bleu"].to_numpy(), kb.score_kbest(t["hypothesis"], t["references"], t["segment_id"]))
 
 
-
 @pytest.mark.parametrize("hyp_col,ref_col", [("hypothesis", "references"), ("mt", "refs")])
 def test_output_has_statistics_for_every_column_but_the_scored_text(tmp_path, hyp_col, ref_col):
     """Row-group statistics (min, max, nulls) for the segment ids, the scores and any other
@@ -356,6 +355,7 @@ def test_output_has_statistics_for_every_column_but_the_scored_text(tmp_path, hy
         assert with_stats == {"segment_id", "doc", "bleu"}
     stats = [meta.row_group(g).column(0).statistics for g in range(meta.num_row_groups)]
     assert (min(s.min for s in stats), max(s.max for s in stats)) == (0, 1)
+
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monkeypatch, threads):
@@ -380,7 +380,7 @@ def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monke
                                                  "references": [refs[s] for s in seg]}))
     where = {"read": set(), "write": set(), "prepare": set(), "count": set()}
     read, write = bp._read_batches, pq.ParquetWriter.write_batch
-    prepare, count = stream._prepare_chunk, stats.text_kernel_stats
+    prepare, count, threads_for = stream._prepare_chunk, stats.text_kernel_stats, stats.threads_for
 
     def reading(*args, **kwargs):
         for batch in read(*args, **kwargs):
@@ -409,7 +409,6 @@ def test_one_thread_runs_inline_more_read_ahead_and_write_behind(tmp_path, monke
     monkeypatch.setattr(pq.ParquetWriter, "write_batch", writing)
     monkeypatch.setattr(stream, "_prepare_chunk", preparing)
     monkeypatch.setattr(stats, "text_kernel_stats", counting)
-    threads_for = stats.threads_for
     monkeypatch.setattr(stats, "threads_for", sizing)
     before = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))

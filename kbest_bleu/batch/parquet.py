@@ -161,10 +161,10 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
         # With more than one thread, chunk i+2 is read, checked and prepared (its text tokenized,
         # references gathered) on one background thread, chunk i+1 counted on another (on this
         # one with metrics or token lists, whose parallel kernels launch here: score_batches),
-        # chunk i scored on this one and batch i-1 written on a fourth: Arrow
-        # decodes, prepares and encodes releasing the GIL, and the kernels' segment runs take
-        # the cores left. At most one chunk waits at each stage; a read or write error surfaces
-        # at the next chunk or at the end. With one thread (--threads 1), everything runs inline.
+        # chunk i scored on this one and batch i-1 written on a fourth: Arrow decodes, prepares
+        # and encodes releasing the GIL, and the kernels' segment runs take the cores left. At
+        # most one chunk waits at each stage; a read or write error surfaces at the next chunk
+        # or at the end. With one thread (--threads 1), everything runs inline.
         overlap = engine == "kernels" and thread_count() > 1  # numpy engine jobs run inline: small, or a first run
         with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as background:
             written = None

@@ -179,9 +179,13 @@ class _Chunk:
     refs: pa.Array  # list<string>, each segment's references
     n_refs: np.ndarray  # int[S]
     count: Callable[[], BleuStats]  # the counting left to do (:func:`~kbest_bleu.stats.segment_counter`)
-    parallel: bool  # whether that counting launches parallel kernels (:func:`~kbest_bleu.stats.counts_in_parallel`)
     inputs: list  # the input columns, of the types the output declares
     schema: pa.Schema  # the output's
+
+    @property
+    def parallel(self) -> bool:
+        """Whether the counting launches parallel kernels (:func:`~kbest_bleu.stats.counts_in_parallel`)."""
+        return counts_in_parallel(self.hyps, self.refs)
 
 
 def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, scored: list, columns: Columns,
@@ -215,7 +219,7 @@ def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int,
                          "valid, empty reference)")
     count = segment_counter(hyps, refs, seg_ptr, *(c for _, c in scored), engine=engine)
     inputs = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
-    return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, counts_in_parallel(hyps, refs), inputs, schema)
+    return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, inputs, schema)
 
 
 def _score_chunk(chunk: _Chunk, stats: BleuStats, scored: list, columns: Columns, with_stats: bool,
@@ -304,28 +308,22 @@ def _counted(chunks: Iterator[_Chunk], overlap: bool) -> Iterator[tuple[_Chunk, 
             yield chunk, chunk.count()
         return
     with ThreadPoolExecutor(1, initializer=set_threads, initargs=(thread_count(),)) as counter:
-        held = None
+        held = None  # the chunk before, counting on the counting thread, not handed out yet
         while True:
             try:
-                chunk = next(chunks)
-            except StopIteration:
-                break
-            except Exception:  # a bad chunk: the one before it is scored first, as inline
+                chunk = next(chunks, None)
+            except Exception:  # a bad chunk: the one before it is handed out first, as inline
                 if held is not None:
                     yield held[0], held[1].result()
                 raise
-            if chunk.parallel:  # counted here, once the counting thread is done with the one before
-                if held is not None:
-                    yield held[0], held[1].result()
-                    held = None
-                yield chunk, chunk.count()
-                continue
-            counting = counter.submit(chunk.count)
+            counting = None if chunk is None or chunk.parallel else counter.submit(chunk.count)
             if held is not None:
                 yield held[0], held[1].result()
-            held = chunk, counting
-        if held is not None:
-            yield held[0], held[1].result()
+            if chunk is None:
+                return
+            held = (chunk, counting) if counting is not None else None
+            if counting is None:  # parallel kernels: counted here, the counting thread idle
+                yield chunk, chunk.count()
 
 
 def _prepared_chunks(batches: Iterable[pa.RecordBatch], cfg: BleuConfig, scored: list, columns: Columns,
