@@ -551,6 +551,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except InputError as exc:
         print(f"kbest-bleu {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the output's reader has gone (`-o - | head -c 100`): exit as SIGPIPE would
+        return 128 + 13
     except OSError as exc:  # the machine, not the input: a full disk, a vanished directory
         where = f"{exc.filename}: " if exc.filename and str(exc.filename) not in str(exc) else ""
         print(f"kbest-bleu {args.command}: error: {where}{exc}", file=sys.stderr)

@@ -57,6 +57,33 @@ def test_a_summary_reader_that_has_gone_is_not_an_error(tmp_path):
     assert pq.read_table(tmp_path / "o.parquet").num_rows == 5000
 
 
+@pytest.mark.parametrize("to", ["-", "fifo"])
+def test_a_data_reader_that_has_gone_stops_the_job_as_sigpipe_would(tmp_path, to):
+    """`kbest-bleu score ... -o - | head -c 100` (or a FIFO whose reader goes): the scored parquet
+    cannot all be delivered; the job stops with 128 + SIGPIPE (what `cat` reports under `set -o
+    pipefail`), no message and no traceback (it used to say "error: [Errno 32] Broken pipe" and
+    exit 1)."""
+    import threading
+
+    out = "-"
+    if to == "fifo":
+        out = str(tmp_path / "fifo")
+        os.mkfifo(out)
+
+        def read_a_little() -> None:
+            with open(out, "rb") as f:
+                f.read(100)
+        threading.Thread(target=read_a_little, daemon=True).start()
+    job = subprocess.Popen(PROGRAM + ["score", str(SAMPLE), "-t", "none", "-q", "-o", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if to == "-":
+        job.stdout.read(100)
+    job.stdout.close()
+    err = job.stderr.read().decode()
+    assert job.wait(timeout=60) == 128 + 13 and err == "", err
+    assert [p.name for p in tmp_path.iterdir()] == (["fifo"] if to == "fifo" else [])
+
+
 def test_the_program_keeps_its_exit_status_and_message(tmp_path):
     out = _run(["score", str(tmp_path / "missing.parquet"), "-q"], text=True)
     assert out.returncode == 2
