@@ -302,20 +302,27 @@ def _text_bytes(col: pa.Array) -> np.ndarray:
     """int64[rows]: UTF-8 bytes of text per row of a string or list-of-strings column
     (dictionary-encoded or plain; nulls count 0)."""
     if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
-        values = _text_bytes(pc.list_flatten(col))
-        parents = to_numpy(pc.list_parent_indices(col))
-        return np.bincount(parents, weights=values, minlength=len(col)).astype(np.int64)
-    if pa.types.is_dictionary(col.type):
+        # each row's range of the child values, summed through their running total (a null
+        # list's range, empty or not, counts 0)
+        offsets = to_numpy(col.offsets).astype(np.int64)
+        first = offsets[0]
+        totals = np.zeros(offsets[-1] - first + 1, np.int64)
+        np.cumsum(_text_bytes(col.values.slice(first, offsets[-1] - first)), out=totals[1:])
+        sizes = totals[offsets[1:] - first] - totals[offsets[:-1] - first]
+    elif pa.types.is_dictionary(col.type):
         if len(col.dictionary) == 0:
             return np.zeros(len(col), np.int64)
         sizes = _text_bytes(col.dictionary)[_nulls_as_zero(col.indices)]
-        return np.where(to_numpy(pc.is_null(col)), 0, sizes)
-    return _nulls_as_zero(pc.binary_length(col))
+    else:
+        return _nulls_as_zero(pc.binary_length(col))
+    return sizes if col.null_count == 0 else np.where(to_numpy(pc.is_null(col)), 0, sizes)
 
 
 def _nulls_as_zero(integers: pa.Array) -> np.ndarray:
     """int64[n] of an Arrow integer array, nulls as 0 (``fill_null(0)`` makes a ``pa.scalar``,
     which imports pandas: see :mod:`kbest_bleu._arrow`)."""
+    if integers.null_count == 0:
+        return to_numpy(integers).astype(np.int64)
     return np.nan_to_num(to_numpy(integers), nan=0.0).astype(np.int64)
 
 
