@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from types import ModuleType
 from typing import Any, Iterator
 
 from . import _collector
@@ -90,8 +89,15 @@ def python_function(kernel: Any) -> Any:
     return getattr(kernel, "py_func", kernel)
 
 
-def kernels() -> ModuleType:
-    """:mod:`kbest_bleu._counting` (imports numba on the first call)."""
+def kernels() -> Any:
+    """The kernels: those that ``kbest-bleu warmup`` compiled ahead of time for this installation
+    (:mod:`kbest_bleu._aot`: loaded without numba; any other kernel taken from
+    :mod:`kbest_bleu._counting`), else :mod:`kbest_bleu._counting` (imports numba on the first call)."""
+    from . import _aot
+
+    compiled = _aot.loaded()
+    if compiled is not None:
+        return compiled
     from . import _counting
 
     return _counting

@@ -13,8 +13,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from . import _aot, _numpy_counting
 from . import _compute as pc
-from . import _numpy_counting
 from ._arrow import string_buffers
 from ._kernel_codes import REF_AVERAGE, REF_CLOSEST, REF_SHORTEST, kernels, python_function
 from .config import REF_LENGTH_POLICIES, BleuConfig
@@ -69,7 +69,14 @@ def set_threads(n: int) -> int:
 
 
 def thread_count() -> int:
-    """The kernels' thread count on the calling thread (:func:`set_threads`, ``--threads``)."""
+    """The kernels' thread count on the calling thread (:func:`set_threads`, ``--threads``).
+    Before numba is imported (a job on the ahead-of-time kernels, :mod:`kbest_bleu._aot`): the
+    count numba would start with, ``NUMBA_NUM_THREADS`` or the CPUs this process may use (numba's
+    own default, ``numba.core.config``), without importing it."""
+    if "numba" not in sys.modules:
+        if os.environ.get("NUMBA_NUM_THREADS", "").isdigit() and int(os.environ["NUMBA_NUM_THREADS"]) > 0:
+            return int(os.environ["NUMBA_NUM_THREADS"])
+        return max(1, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     import numba
 
     return numba.get_num_threads()
@@ -79,7 +86,11 @@ def thread_count() -> int:
 def threads_for(n_bytes: int) -> Iterator[int]:
     """The thread count for a job of ``n_bytes`` input bytes, set for the block: 1 below
     :data:`SMALL_JOB_BYTES` (a parallel launch costs more than such a job: ~13 us passive, 2 us
-    on one thread), else the current count."""
+    on one thread), else the current count. Without numba imported (the ahead-of-time kernels run
+    on the caller's threads), nothing is set."""
+    if "numba" not in sys.modules:
+        yield thread_count() if n_bytes >= SMALL_JOB_BYTES else 1
+        return
     import numba
 
     before = numba.get_num_threads()
@@ -292,7 +303,9 @@ def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.nd
 def kernels_compiled() -> bool:
     """Whether the text kernel is compiled: in this process, or in numba's on-disk cache (False on
     a first run after install, or with a fresh ``NUMBA_CACHE_DIR``). Reads the cache's index only:
-    imports numba, compiles and loads nothing."""
+    imports numba, compiles and loads nothing; True at once where the ahead-of-time kernels serve."""
+    if _aot.loaded() is not None:
+        return True
     text_stats = kernels()._text_run_stats
     try:
         return bool(text_stats.signatures) or bool(text_stats._cache._cache_file._load_index())
@@ -305,8 +318,9 @@ def numpy_engine_suits(configs: Sequence[BleuConfig], n_bytes: int) -> bool:
     numpy engine than by the kernels: below :data:`NUMPY_ENGINE_BYTES` the kernels' fixed cost
     (~0.2 s: numba and its cached code) exceeds the numpy engine's extra time; below
     :data:`COLD_NUMPY_ENGINE_BYTES` when the kernels are not compiled yet (~12 s). Never when a
-    tokenizer needs a kernel (``char``)."""
-    if any(c.tokenize == "char" for c in configs):
+    tokenizer needs a kernel (``char``), nor where the ahead-of-time kernels serve (they load in
+    under 1 ms: :mod:`kbest_bleu._aot`)."""
+    if any(c.tokenize == "char" for c in configs) or _aot.loaded() is not None:
         return False
     return n_bytes < NUMPY_ENGINE_BYTES or (n_bytes < COLD_NUMPY_ENGINE_BYTES and not kernels_compiled())
 

@@ -10,6 +10,10 @@ EXTENSIONS = Path(os.environ.get("KBEST_BLEU_EXTENSIONS", DATA.parent / "extensi
 # CI (.ci/run sets KBEST_BLEU_EXHAUSTIVE=1); the README's test command skips them to stay fast.
 EXHAUSTIVE = bool(os.environ.get("KBEST_BLEU_EXHAUSTIVE"))
 
+# The suite tests numba's kernels whether or not `kbest-bleu warmup` built the ahead-of-time module
+# in this checkout (kbest_bleu._aot); tests/test_aot.py builds its own and turns it on where it runs.
+os.environ["KBEST_BLEU_AOT"] = "0"
+
 settings.register_profile("ci", max_examples=150, deadline=None)
 settings.register_profile("quick", max_examples=60, deadline=None)
 settings.load_profile("ci" if EXHAUSTIVE else "quick")

@@ -1,0 +1,237 @@
+"""The text path's kernels compiled ahead of time, loaded without numba (README, "Start-up").
+
+A parquet job on the kernels pays ~0.15 s per process before it counts anything: numba's import
+(~0.1 s of Python byte code, under the GIL, so nothing runs beside it) and the loading of two
+cached kernels. ``kbest-bleu warmup`` therefore also compiles the kernels a text job calls from
+Python (:data:`NAMES`), with the signatures the job calls them with, into one extension module
+with numba's ahead-of-time compiler (``numba.pycc``: the same Python functions, the same LLVM
+code generation, numba's runtime built into the module); importing it takes under 1 ms and does
+not import numba. Its wrappers are built releasing the GIL (pycc's default keeps it), so the text
+kernel's runs still count on every thread.
+
+The module is used only where it was built from the same sources (this package's
+``_counting.py`` and ``_kernel_codes.py``), by the same numba installation, for the same Python
+and CPU (:func:`_key`); a call whose argument types match none of its signatures goes to the
+numba kernel (:class:`Kernels`). Building needs a C compiler; without one, warmup says so and jobs
+load the numba kernels as before. Where it lives: ``NUMBA_CACHE_DIR`` when set, else the
+package's ``__pycache__`` when writable, else ``~/.cache/kbest_bleu`` (:func:`_directories`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import platform
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = ["NAMES", "Kernels", "build", "loaded", "unload"]
+
+# the kernels a text job calls from Python: the text kernel and its output and run helpers, the
+# references' equality check, 13a's rows-with-entities scan
+NAMES = ("_new_stats", "_rows_equal_owner", "_rows_with_bytes", "_text_run_stats", "_thread_chunks")
+_HERE = Path(__file__).parent
+_found: list = []  # [Kernels or None], once looked for in this process
+
+
+def _cpu() -> str:
+    """The CPU the module's machine code was compiled for: its model and feature flags."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            lines = [line for line in f.read().split("\n\n")[0].splitlines()
+                     if line.startswith(("model name", "flags", "Features", "CPU part"))]
+        return "\n".join(lines)
+    except OSError:
+        return platform.processor()
+
+
+def _key() -> Optional[str]:
+    """What the module must have been built from: the kernels' sources, the numba installation
+    (where it is and when its files were written), Python's ABI, the CPU. None without numba."""
+    spec = importlib.util.find_spec("numba")
+    if spec is None or spec.origin is None:
+        return None
+    h = hashlib.sha256()
+    for name in ("_counting.py", "_kernel_codes.py"):
+        h.update((_HERE / name).read_bytes())
+    stat = os.stat(spec.origin)
+    h.update(f"{spec.origin} {stat.st_mtime_ns} {stat.st_size} {sys.implementation.cache_tag} "
+             f"{platform.machine()} {_cpu()}".encode())
+    return h.hexdigest()[:20]
+
+
+def _directories() -> list:
+    """Where the module is looked for (and built: the first writable one): ``NUMBA_CACHE_DIR``
+    alone when set, as numba's cache."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return [Path(os.environ["NUMBA_CACHE_DIR"])]
+    return [_HERE / "__pycache__", Path.home() / ".cache" / "kbest_bleu"]
+
+
+def _module_name(key: str) -> str:
+    return f"kbest_bleu_kernels_{key}"
+
+
+class Kernels:
+    """The kernels of :data:`NAMES` from the compiled module, each choosing its export by the
+    arguments' types (dtype, dimensions, layout); any other name, or arguments of other types,
+    go to :mod:`kbest_bleu._counting` (importing numba then)."""
+
+    def __init__(self, module: ModuleType, signatures: dict) -> None:
+        self._exports: dict = {}
+        for export, text in signatures.items():
+            self._exports.setdefault(export.rpartition("__")[0], []).append((_signature_of(text),
+                                                                            getattr(module, export)))
+
+    def __getattr__(self, name: str) -> Any:
+        exports = self.__dict__.get("_exports", {}).get(name)
+        if exports is None:
+            from . import _counting
+            return getattr(_counting, name)
+
+        def call(*args: Any) -> Any:
+            types = tuple(_type_of(a) for a in args)
+            for want, fn in exports:
+                if want == types:
+                    return fn(*args)
+            from . import _counting
+            return getattr(_counting, name)(*args)
+        call.__name__ = name
+        return call
+
+
+def _type_of(value: Any) -> tuple:
+    if isinstance(value, np.ndarray):
+        layout = "C" if value.flags.c_contiguous else "F" if value.flags.f_contiguous else "A"
+        return (value.dtype.str, value.ndim, layout)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return ("int",)
+    return (type(value).__name__,)
+
+
+def _signature_of(text: str) -> tuple:
+    """The argument types an export was compiled for, from the module's signature file (written
+    by :func:`build`: 'dtype ndim layout' per array, 'int' per integer, ';' between them)."""
+    return tuple((t.split()[0], int(t.split()[1]), t.split()[2]) if " " in t else (t,) for t in text.split(";"))
+
+
+def loaded() -> Optional[Kernels]:
+    """The compiled kernels when a module built for this package, numba, Python and CPU exists;
+    else None. Looked for once per process (a few file reads; numba is not imported)."""
+    if not _found:
+        _found.append(_load())
+    return _found[0]
+
+
+def unload() -> None:
+    """numba's kernels serve this process from now on (warmup compiles them, then builds)."""
+    _found[:] = [None]
+
+
+def _load() -> Optional[Kernels]:
+    # pure-Python kernels asked for, or the compiled module turned off
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1" or os.environ.get("KBEST_BLEU_AOT") == "0":
+        return None
+    key = _key()
+    if key is None:
+        return None
+    name = _module_name(key)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    for d in _directories():
+        path = d / (name + suffix)
+        if path.is_file():
+            try:
+                signatures = dict(line.split("\t") for line in (d / (name + ".signatures")).read_text().splitlines())
+                spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return Kernels(module, signatures)
+            except (OSError, ImportError, ValueError, AttributeError):  # unreadable or foreign: numba's kernels serve
+                return None
+    return None
+
+
+def _describe(sig: Any) -> str:
+    """'dtype ndim layout' per array argument, 'int' per integer one (see :func:`_signature_of`)."""
+    from numba.core import types
+    out = []
+    for t in sig.args:
+        if isinstance(t, types.Array):
+            out.append(f"{np.dtype(str(t.dtype)).str} {t.ndim} {t.layout}")
+        elif isinstance(t, types.Integer):
+            out.append("int")
+        else:
+            raise TypeError(f"no ahead-of-time export for argument type {t}")
+    return ";".join(out)
+
+
+def build(directory: Optional[Path] = None) -> Path:
+    """Compile :data:`NAMES` with every signature numba has compiled them for in this process
+    (``kbest-bleu warmup`` runs the common paths first) into the extension module, in
+    ``directory`` or the first writable of :func:`_directories`; returns its path. Built in a
+    temporary directory beside it and renamed into place (the signature file first). Raises
+    OSError when no directory is writable, and what the C compiler raises (none installed)."""
+    import tempfile
+    import warnings
+
+    from numba.core.compiler import Flags
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pycc's pending deprecation
+        import numba.pycc.compiler as pycc_compiler
+        from numba.pycc import CC
+
+    from . import _counting
+    # the helpers Python callers run as Python, compiled here for the module's callers
+    _counting._new_stats(1, 4)
+    _counting._thread_chunks(np.zeros(2, np.int64), 1)
+    key = _key()
+    if directory is None:
+        directory = next((d for d in _directories() if _writable(d)), None)
+        if directory is None:
+            raise OSError("no writable directory for the compiled kernels (set NUMBA_CACHE_DIR)")
+    directory = Path(directory)
+    name = _module_name(key)
+    filename = name + importlib.machinery.EXTENSION_SUFFIXES[0]
+
+    class GilFree(Flags):  # pycc builds its wrappers holding the GIL unless told otherwise
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".kbest_bleu_kernels-") as tmp:
+        cc = CC(name)
+        cc.output_dir = tmp
+        cc.verbose = False
+        signatures = {}
+        for kernel in NAMES:
+            for i, sig in enumerate(getattr(_counting, kernel).nopython_signatures):
+                cc.export(f"{kernel}__{i}", sig)(getattr(_counting, kernel).py_func)
+                signatures[f"{kernel}__{i}"] = _describe(sig)
+        original = pycc_compiler.Flags
+        pycc_compiler.Flags = GilFree
+        try:
+            cc.compile()
+        finally:
+            pycc_compiler.Flags = original
+        (Path(tmp) / "signatures").write_text("".join(f"{e}\t{t}\n" for e, t in signatures.items()))
+        os.replace(Path(tmp) / "signatures", directory / (name + ".signatures"))
+        os.replace(Path(tmp) / filename, directory / filename)
+    for old in directory.glob("kbest_bleu_kernels_*"):  # modules of earlier sources or numbas
+        if not old.name.startswith(name + "."):
+            old.unlink(missing_ok=True)
+    _found.clear()
+    return directory / filename
+
+
+def _writable(d: Path) -> bool:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(d, os.W_OK)

@@ -1,0 +1,148 @@
+"""The text path's kernels compiled ahead of time (kbest_bleu._aot): built from numba's kernels by
+numba's ahead-of-time compiler, loaded without importing numba, the same numbers as numba's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pyarrow.compute as pc
+
+from kbest_bleu._kernel_codes import REF_CLOSEST
+from kbest_bleu.encode import list_offsets
+from kbest_bleu.stats import text_kernel_stats
+from kbest_bleu.tokenize import prepare
+from kbest_bleu import _aot
+from kbest_bleu.batch.warmup import warm_up
+from kbest_bleu.cli import SAMPLE, main
+
+pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None,
+                                reason="no C compiler: the ahead-of-time kernels cannot be built")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """The module, built in a directory of its own from this process's numba kernels."""
+    warm_up()  # every common path compiled (or loaded from the numba cache) in this process
+    return _aot.build(tmp_path_factory.mktemp("aot"))
+
+
+@pytest.fixture
+def compiled(built, monkeypatch) -> _aot.Kernels:
+    """This process's jobs on the ahead-of-time kernels (what loaded() finds in ``built``)."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(built.parent))
+    monkeypatch.delenv("KBEST_BLEU_AOT")
+    monkeypatch.setattr(_aot, "_found", [])
+    found = _aot.loaded()
+    assert isinstance(found, _aot.Kernels)
+    return found
+
+
+# a job whose numba imports fail (the meta path finder refuses them), then the numba-free check
+NO_NUMBA = """
+import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        frame, callers = sys._getframe(1), set()
+        while frame is not None:
+            callers.add(frame.f_code.co_name)
+            frame = frame.f_back
+        if name.split(".")[0] == "numba" and "_key" not in callers:  # _aot._key locates numba only
+            raise ImportError("numba refused: " + name)
+sys.meta_path.insert(0, Refuse())
+from kbest_bleu.cli import main
+code = main(sys.argv[1:])
+assert "numba" not in sys.modules, "numba was imported"
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("tok", ["none", "13a"])
+def test_a_job_on_the_compiled_kernels_imports_no_numba_and_scores_as_numba(built, tmp_path, tok):
+    """The bundled real sample and a table with entities, empty and repeated hypotheses and
+    segments cut across batches, scored in a process where importing numba fails: the same output,
+    to the bit, as numba's kernels in this process."""
+    rng = np.random.default_rng(3)
+    words = ["a", "b", "&amp;", "c.", "1-2", "é", "x,y"]
+    n = 900
+    hyps = [" ".join(rng.choice(words, rng.integers(0, 9))) for _ in range(n)]
+    seg = np.arange(n) // 30
+    refs = [[" ".join(rng.choice(words, 6)) for _ in range(1 + s % 3)] for s in range(n // 30)]
+    table = pa.table({"segment_id": seg, "hypothesis": hyps, "references": [refs[s] for s in seg]})
+    pq.write_table(table, tmp_path / "mixed.parquet", row_group_size=250)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(built.parent)}
+    env.pop("KBEST_BLEU_AOT")
+    for src in (SAMPLE, tmp_path / "mixed.parquet"):
+        args = ["score", str(src), "-t", tok, "-q", "--stats", "--batch-size", "200", "-o"]
+        run = subprocess.run([sys.executable, "-c", NO_NUMBA, *args, str(tmp_path / "aot.parquet")],
+                             env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert main([*args, str(tmp_path / "numba.parquet"), "--engine", "kernels"]) == 0
+        assert pq.read_table(tmp_path / "aot.parquet").equals(pq.read_table(tmp_path / "numba.parquet"))
+
+
+WORDS = st.lists(st.sampled_from(["a", "b", "c", "a.", "1-2", "&quot;"]), max_size=8).map(" ".join)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the fixture holds no example's state
+@given(hyps=st.lists(WORDS, min_size=1, max_size=12), refs=st.lists(st.lists(WORDS, min_size=1, max_size=3),
+                                                                 min_size=1, max_size=4),
+       tok=st.sampled_from(["none", "13a"]), per=st.integers(1, 4))
+def test_compiled_kernels_count_as_numbas(compiled, monkeypatch, hyps, refs, tok, per):
+    """Tiny vocabularies (clipping and overlaps happen): the text kernel's statistics (matches,
+    totals, lengths) on the compiled kernels equal numba's, on one thread and on two."""
+    n_seg = min(len(refs), -(-len(hyps) // per))
+    ptr = np.minimum(np.arange(n_seg + 1) * per, len(hyps)).astype(np.int64)
+    ptr[-1] = len(hyps)
+    hyps, refs = pa.array(hyps, pa.string()), pa.array(refs[:n_seg], pa.list_(pa.string()))
+    for threads in (1, 2):
+        got = _counts(hyps, refs, ptr, tok, threads)
+        monkeypatch.setattr(_aot, "_found", [None])
+        want = _counts(hyps, refs, ptr, tok, threads)
+        monkeypatch.setattr(_aot, "_found", [compiled])
+        for g, w in zip(got, want):
+            assert np.array_equal(g, w)
+
+
+def _counts(hyps: pa.Array, refs: pa.Array, ptr: np.ndarray, tok: str, threads: int) -> tuple:
+    """matches, totals, hyp_len, ref_len of the text kernel (closest reference length, 4 orders)."""
+    hyp_text, rules = prepare(hyps, tok, False, "kernels")
+    ref_text, _ = prepare(pc.list_flatten(refs), tok, False, "kernels")
+    return text_kernel_stats(hyp_text, ref_text, ptr, list_offsets(refs), 4, REF_CLOSEST, rules, threads)
+
+
+def test_arguments_of_other_types_go_to_numbas_kernel(compiled):
+    """An export runs only for the argument types it was compiled for: int32 offsets (no export)
+    take numba's kernel, with its result."""
+    from kbest_bleu import _counting
+    data = np.frombuffer(b"abab", np.uint8)
+    args = (data, np.array([0, 2, 4], np.int32), np.array([0, 1, 2], np.int32), np.array([0, 0], np.int64))
+    assert np.array_equal(compiled._rows_equal_owner(*args), _counting._rows_equal_owner(*args))
+    wide = (data, np.array([0, 2, 4], np.int64), np.array([0, 1, 2], np.int64), np.array([0, 0], np.int64))
+    assert np.array_equal(compiled._rows_equal_owner(*wide), _counting._rows_equal_owner(*wide))
+    assert compiled._split is _counting._split  # not compiled ahead: numba's
+
+
+def test_a_module_built_for_other_sources_is_not_loaded(built, monkeypatch):
+    """The module's name carries the key of the sources, numba, Python and CPU it was built for:
+    another key finds nothing (numba's kernels serve); a rebuild removes the stale module."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(built.parent))
+    monkeypatch.delenv("KBEST_BLEU_AOT")
+    monkeypatch.setattr(_aot, "_found", [])
+    monkeypatch.setattr(_aot, "_key", lambda: "0" * 20)
+    assert _aot.loaded() is None
+    monkeypatch.setenv("KBEST_BLEU_AOT", "0")
+    monkeypatch.undo()
+    stale = built.parent / "kbest_bleu_kernels_00000000000000000000.signatures"
+    stale.write_text("")
+    assert _aot.build(built.parent) == built and not stale.exists() and built.exists()
