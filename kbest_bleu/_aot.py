@@ -25,6 +25,7 @@ import importlib.util
 import os
 import platform
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
@@ -38,6 +39,7 @@ __all__ = ["NAMES", "Kernels", "build", "loaded", "unload"]
 NAMES = ("_new_stats", "_rows_equal_owner", "_rows_with_bytes", "_text_run_stats", "_thread_chunks")
 _HERE = Path(__file__).parent
 _found: list = []  # [Kernels or None], once looked for in this process
+_finding = threading.Lock()
 
 
 def _cpu() -> str:
@@ -124,8 +126,9 @@ def _signature_of(text: str) -> tuple:
 def loaded() -> Optional[Kernels]:
     """The compiled kernels when a module built for this package, numba, Python and CPU exists;
     else None. Looked for once per process (a few file reads; numba is not imported)."""
-    if not _found:
-        _found.append(_load())
+    with _finding:
+        if not _found:
+            _found.append(_load())
     return _found[0]
 
 
