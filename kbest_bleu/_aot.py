@@ -4,15 +4,18 @@ A parquet job on the kernels pays ~0.15 s per process before it counts anything:
 (~0.1 s of Python byte code, under the GIL, so nothing runs beside it) and the loading of two
 cached kernels. ``kbest-bleu warmup`` therefore also compiles the kernels a text job calls from
 Python (:data:`NAMES`), with the signatures the job calls them with, into one extension module
-with numba's ahead-of-time compiler (``numba.pycc``: the same Python functions, the same LLVM
-code generation, numba's runtime built into the module); importing it takes under 1 ms and does
-not import numba. Its wrappers are built releasing the GIL (pycc's default keeps it), so the text
-kernel's runs still count on every thread.
+with numba's ahead-of-time compiler (``numba.pycc``: the same Python functions through numba's
+typing and LLVM pipeline, for the architecture's generic CPU rather than this machine's model,
+numba's runtime built into the module); importing it takes under 1 ms and does not import numba.
+Its wrappers are built releasing the GIL (pycc's default keeps it), so the text kernel's runs
+still count on every thread.
 
 The module is used only where it was built from the same sources (this package's
 ``_counting.py`` and ``_kernel_codes.py``), by the same numba installation, for the same Python
-and CPU (:func:`_key`); a call whose argument types match none of its signatures goes to the
-numba kernel (:class:`Kernels`). Building needs a C compiler; without one, warmup says so and jobs
+and architecture (:func:`_key`); each export's name carries a digest of the argument types it was
+compiled for, checked against the signature file beside it, and a call whose arguments match none
+of them (dtype, dimensions, layout, alignment, writability) goes to the numba kernel
+(:class:`Kernels`). Building needs a C compiler; without one, warmup says so and jobs
 load the numba kernels as before. Where it lives: ``NUMBA_CACHE_DIR`` when set, else the
 package's ``__pycache__`` when writable, else ``~/.cache/kbest_bleu`` (:func:`_directories`).
 """
@@ -38,24 +41,15 @@ __all__ = ["NAMES", "Kernels", "build", "loaded", "unload"]
 # references' equality check, 13a's rows-with-entities scan
 NAMES = ("_new_stats", "_rows_equal_owner", "_rows_with_bytes", "_text_run_stats", "_thread_chunks")
 _HERE = Path(__file__).parent
+_OWN_CACHE = _HERE / "__pycache__"  # this installation's: stale modules are removed from it alone
 _found: list = []  # [Kernels or None], once looked for in this process
 _finding = threading.Lock()
 
 
-def _cpu() -> str:
-    """The CPU the module's machine code was compiled for: its model and feature flags."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            lines = [line for line in f.read().split("\n\n")[0].splitlines()
-                     if line.startswith(("model name", "flags", "Features", "CPU part"))]
-        return "\n".join(lines)
-    except OSError:
-        return platform.processor()
-
-
 def _key() -> Optional[str]:
     """What the module must have been built from: the kernels' sources, the numba installation
-    (where it is and when its files were written), Python's ABI, the CPU. None without numba."""
+    (where it is and when its files were written), Python's ABI, the architecture. None without
+    numba."""
     spec = importlib.util.find_spec("numba")
     if spec is None or spec.origin is None:
         return None
@@ -64,7 +58,7 @@ def _key() -> Optional[str]:
         h.update((_HERE / name).read_bytes())
     stat = os.stat(spec.origin)
     h.update(f"{spec.origin} {stat.st_mtime_ns} {stat.st_size} {sys.implementation.cache_tag} "
-             f"{platform.machine()} {_cpu()}".encode())
+             f"{platform.machine()}".encode())
     return h.hexdigest()[:20]
 
 
@@ -73,7 +67,7 @@ def _directories() -> list:
     alone when set, as numba's cache."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return [Path(os.environ["NUMBA_CACHE_DIR"])]
-    return [_HERE / "__pycache__", Path.home() / ".cache" / "kbest_bleu"]
+    return [_OWN_CACHE, Path.home() / ".cache" / "kbest_bleu"]  # home: may raise, _load catches
 
 
 def _module_name(key: str) -> str:
@@ -88,8 +82,10 @@ class Kernels:
     def __init__(self, module: ModuleType, signatures: dict) -> None:
         self._exports: dict = {}
         for export, text in signatures.items():
-            self._exports.setdefault(export.rpartition("__")[0], []).append((_signature_of(text),
-                                                                            getattr(module, export)))
+            kernel, _, digest = export.rpartition("__")
+            if digest != _digest(text):
+                raise ValueError(f"{export}: its signature file does not match it")
+            self._exports.setdefault(kernel, []).append((_signature_of(text), getattr(module, export)))
 
     def __getattr__(self, name: str) -> Any:
         exports = self.__dict__.get("_exports", {}).get(name)
@@ -98,9 +94,8 @@ class Kernels:
             return getattr(_counting, name)
 
         def call(*args: Any) -> Any:
-            types = tuple(_type_of(a) for a in args)
             for want, fn in exports:
-                if want == types:
+                if len(want) == len(args) and all(map(_fits, args, want)):
                     return fn(*args)
             from . import _counting
             return getattr(_counting, name)(*args)
@@ -108,19 +103,33 @@ class Kernels:
         return call
 
 
-def _type_of(value: Any) -> tuple:
-    if isinstance(value, np.ndarray):
-        layout = "C" if value.flags.c_contiguous else "F" if value.flags.f_contiguous else "A"
-        return (value.dtype.str, value.ndim, layout)
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return ("int",)
-    return (type(value).__name__,)
+def _fits(value: Any, want: tuple) -> bool:
+    """Whether ``value`` is what an export's argument was compiled for: an integer, or a native
+    byte-order array of the dtype, dimensions and layout, aligned, and writable where the kernel
+    may write (a 2-D array contiguous both ways fits either layout, as numba types it)."""
+    if want == ("int",):
+        return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if not isinstance(value, np.ndarray):
+        return False
+    dtype, ndim, layout, access = want
+    flags = value.flags
+    return (value.dtype.str == dtype and value.ndim == ndim and flags.aligned
+            and (flags.c_contiguous if layout == "C" else flags.f_contiguous if layout == "F" else False)
+            and (access == "ro" or flags.writeable))
 
 
 def _signature_of(text: str) -> tuple:
     """The argument types an export was compiled for, from the module's signature file (written
-    by :func:`build`: 'dtype ndim layout' per array, 'int' per integer, ';' between them)."""
-    return tuple((t.split()[0], int(t.split()[1]), t.split()[2]) if " " in t else (t,) for t in text.split(";"))
+    by :func:`build`): 'dtype ndim layout ro|rw' per array, 'int' per integer, ';' between them."""
+    out = []
+    for t in text.split(";"):
+        parts = t.split()
+        out.append((parts[0], int(parts[1]), parts[2], parts[3]) if len(parts) == 4 else (t,))
+    return tuple(out)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def loaded() -> Optional[Kernels]:
@@ -129,48 +138,50 @@ def loaded() -> Optional[Kernels]:
     with _finding:
         if not _found:
             _found.append(_load())
-    return _found[0]
+        return _found[0]
 
 
 def unload() -> None:
     """numba's kernels serve this process from now on (warmup compiles them, then builds)."""
-    _found[:] = [None]
+    with _finding:
+        _found[:] = [None]
 
 
 def _load() -> Optional[Kernels]:
     # pure-Python kernels asked for, or the compiled module turned off
     if os.environ.get("NUMBA_DISABLE_JIT") == "1" or os.environ.get("KBEST_BLEU_AOT") == "0":
         return None
-    key = _key()
-    if key is None:
-        return None
-    name = _module_name(key)
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    for d in _directories():
-        path = d / (name + suffix)
-        if path.is_file():
-            try:
+    try:
+        key = _key()
+        if key is None:
+            return None
+        name = _module_name(key)
+        for d in _directories():
+            path = d / (name + importlib.machinery.EXTENSION_SUFFIXES[0])
+            if path.is_file():
                 signatures = dict(line.split("\t") for line in (d / (name + ".signatures")).read_text().splitlines())
                 spec = importlib.util.spec_from_file_location(name, path)
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
                 return Kernels(module, signatures)
-            except (OSError, ImportError, ValueError, AttributeError):  # unreadable or foreign: numba's kernels serve
-                return None
+    except Exception:  # unreadable, foreign or half-replaced files, no home directory: numba's kernels serve
+        return None
     return None
 
 
-def _describe(sig: Any) -> str:
-    """'dtype ndim layout' per array argument, 'int' per integer one (see :func:`_signature_of`)."""
+def _describe(args: tuple) -> Optional[str]:
+    """'dtype ndim layout ro|rw' per array argument (every export is compiled for aligned arrays),
+    'int' per integer one (see :func:`_signature_of`); None for a signature with other types
+    (not exported: numba serves it)."""
     from numba.core import types
     out = []
-    for t in sig.args:
-        if isinstance(t, types.Array):
-            out.append(f"{np.dtype(str(t.dtype)).str} {t.ndim} {t.layout}")
+    for t in args:
+        if isinstance(t, types.Array) and t.aligned:
+            out.append(f"{np.dtype(str(t.dtype)).str} {t.ndim} {t.layout} {'rw' if t.mutable else 'ro'}")
         elif isinstance(t, types.Integer):
             out.append("int")
         else:
-            raise TypeError(f"no ahead-of-time export for argument type {t}")
+            return None
     return ";".join(out)
 
 
@@ -183,7 +194,9 @@ def build(directory: Optional[Path] = None) -> Path:
     import tempfile
     import warnings
 
+    from numba.core import types
     from numba.core.compiler import Flags
+    from numba.core.typing import signature
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pycc's pending deprecation
         import numba.pycc.compiler as pycc_compiler
@@ -202,10 +215,13 @@ def build(directory: Optional[Path] = None) -> Path:
     name = _module_name(key)
     filename = name + importlib.machinery.EXTENSION_SUFFIXES[0]
 
+    used = []
+
     class GilFree(Flags):  # pycc builds its wrappers holding the GIL unless told otherwise
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.release_gil = True
+            used.append(True)
 
     with tempfile.TemporaryDirectory(dir=directory, prefix=".kbest_bleu_kernels-") as tmp:
         cc = CC(name)
@@ -213,22 +229,33 @@ def build(directory: Optional[Path] = None) -> Path:
         cc.verbose = False
         signatures = {}
         for kernel in NAMES:
-            for i, sig in enumerate(getattr(_counting, kernel).nopython_signatures):
-                cc.export(f"{kernel}__{i}", sig)(getattr(_counting, kernel).py_func)
-                signatures[f"{kernel}__{i}"] = _describe(sig)
+            for sig in getattr(_counting, kernel).nopython_signatures:
+                # a constant argument numba typed as a literal is compiled for any value here
+                args = tuple(types.unliteral(t) for t in sig.args)
+                text = _describe(args)
+                if text is None or f"{kernel}__{_digest(text)}" in signatures:
+                    continue
+                cc.export(f"{kernel}__{_digest(text)}", signature(sig.return_type, *args))(
+                    getattr(_counting, kernel).py_func)
+                signatures[f"{kernel}__{_digest(text)}"] = text
         original = pycc_compiler.Flags
         pycc_compiler.Flags = GilFree
         try:
             cc.compile()
         finally:
             pycc_compiler.Flags = original
+        if not used:  # a numba whose pycc no longer reads its Flags there: wrappers holding the GIL
+            raise RuntimeError("numba.pycc did not take the GIL-releasing flags; not built")
         (Path(tmp) / "signatures").write_text("".join(f"{e}\t{t}\n" for e, t in signatures.items()))
         os.replace(Path(tmp) / "signatures", directory / (name + ".signatures"))
         os.replace(Path(tmp) / filename, directory / filename)
-    for old in directory.glob("kbest_bleu_kernels_*"):  # modules of earlier sources or numbas
-        if not old.name.startswith(name + "."):
-            old.unlink(missing_ok=True)
-    _found.clear()
+    if directory == _OWN_CACHE:  # this installation's own: earlier sources' modules go (not from
+        # a shared directory, where other installations' modules live)
+        for old in directory.glob("kbest_bleu_kernels_*"):
+            if not old.name.startswith(name + "."):
+                old.unlink(missing_ok=True)
+    with _finding:
+        _found.clear()
     return directory / filename
 
 

@@ -59,7 +59,8 @@ def set_threads(n: int) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError(f"threads: expected a positive integer, found {n!r}; pass e.g. --threads 2")
     if "numba" not in sys.modules:
-        os.environ["NUMBA_NUM_THREADS"] = str(n)
+        if os.environ.get("NUMBA_NUM_THREADS") != str(n):  # not rewritten while other threads run
+            os.environ["NUMBA_NUM_THREADS"] = str(n)
         return n
     import numba
 
@@ -284,7 +285,8 @@ def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.nd
     k = kernels()
     hyp_data, hyp_off = string_buffers(hyp_text)
     ref_data, ref_off = string_buffers(ref_text)
-    # the outputs and the runs come from the kernels' numpy helpers run as Python (two loads saved)
+    # the outputs and the runs come from the kernels' numpy helpers run as Python (two loads saved),
+    # or compiled in the ahead-of-time module where it serves
     out = python_function(k._new_stats)(len(hyp_off) - 1, n_orders)
     n_runs = n_threads * RUNS_PER_THREAD if n_threads > 1 else 1
     cut = python_function(k._thread_chunks)(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_runs)

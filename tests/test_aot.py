@@ -134,15 +134,31 @@ def test_arguments_of_other_types_go_to_numbas_kernel(compiled):
 
 
 def test_a_module_built_for_other_sources_is_not_loaded(built, monkeypatch):
-    """The module's name carries the key of the sources, numba, Python and CPU it was built for:
-    another key finds nothing (numba's kernels serve); a rebuild removes the stale module."""
+    """The module's name carries the key of the sources, numba, Python and architecture it was
+    built for: another key finds nothing (numba's kernels serve). A rebuild removes stale modules
+    from the installation's own cache directory, never from a shared one (NUMBA_CACHE_DIR,
+    ~/.cache/kbest_bleu), where other installations' modules live."""
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(built.parent))
     monkeypatch.delenv("KBEST_BLEU_AOT")
-    monkeypatch.setattr(_aot, "_found", [])
-    monkeypatch.setattr(_aot, "_key", lambda: "0" * 20)
-    assert _aot.loaded() is None
-    monkeypatch.setenv("KBEST_BLEU_AOT", "0")
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        m.setattr(_aot, "_found", [])
+        m.setattr(_aot, "_key", lambda: "0" * 20)
+        assert _aot.loaded() is None
     stale = built.parent / "kbest_bleu_kernels_00000000000000000000.signatures"
     stale.write_text("")
+    assert _aot.build(built.parent) == built and stale.exists() and built.exists()  # a shared directory
+    monkeypatch.setattr(_aot, "_OWN_CACHE", built.parent)
     assert _aot.build(built.parent) == built and not stale.exists() and built.exists()
+
+
+def test_a_signature_file_that_does_not_match_its_module_is_not_used(built, tmp_path, monkeypatch):
+    """Each export's name carries a digest of the argument types it was compiled for: a signature
+    file whose types do not hash to the names (another build's, half replaced) loads nothing."""
+    for f in built.parent.glob(built.name.split(".")[0] + ".*"):
+        shutil.copy(f, tmp_path / f.name)
+    sig = tmp_path / (built.name.split(".")[0] + ".signatures")
+    sig.write_text(sig.read_text().replace(" F rw", " C rw"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("KBEST_BLEU_AOT")
+    monkeypatch.setattr(_aot, "_found", [])
+    assert _aot.loaded() is None
