@@ -162,3 +162,16 @@ def test_a_signature_file_that_does_not_match_its_module_is_not_used(built, tmp_
     monkeypatch.delenv("KBEST_BLEU_AOT")
     monkeypatch.setattr(_aot, "_found", [])
     assert _aot.loaded() is None
+
+
+def test_warmup_without_the_ahead_of_time_compiler_reports_it_and_succeeds(monkeypatch, capsys):
+    """A numba without pycc (or no C compiler): warmup still compiles numba's kernels, says the
+    text kernels were not compiled ahead of time and why, and exits 0; jobs then take numba's."""
+    def no_pycc(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'numba.pycc'")
+    monkeypatch.setattr(_aot, "build", no_pycc)
+    assert main(["warmup"]) == 0
+    out = capsys.readouterr().out
+    assert "kernels ready" in out
+    assert "not compiled ahead of time (ModuleNotFoundError: No module named 'numba.pycc')" in out
+    assert "jobs load numba's kernels instead" in out
