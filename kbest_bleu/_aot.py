@@ -17,7 +17,8 @@ compiled for, checked against the signature file beside it, and a call whose arg
 of them (dtype, dimensions, layout, alignment, writability) goes to the numba kernel
 (:class:`Kernels`). Building needs a C compiler; without one, warmup says so and jobs
 load the numba kernels as before. Where it lives: ``NUMBA_CACHE_DIR`` when set, else the
-package's ``__pycache__`` when writable, else ``~/.cache/kbest_bleu`` (:func:`_directories`).
+package's ``__pycache__`` (built there when writable), else ``~/.cache/kbest_bleu``
+(:func:`_directories`).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def _module_name(key: str) -> str:
 
 class Kernels:
     """The kernels of :data:`NAMES` from the compiled module, each choosing its export by the
-    arguments' types (dtype, dimensions, layout); any other name, or arguments of other types,
+    arguments' types (:func:`_fits`); any other name, or arguments of other types,
     go to :mod:`kbest_bleu._counting` (importing numba then)."""
 
     def __init__(self, module: ModuleType, signatures: dict) -> None:
@@ -133,7 +134,7 @@ def _digest(text: str) -> str:
 
 
 def loaded() -> Optional[Kernels]:
-    """The compiled kernels when a module built for this package, numba, Python and CPU exists;
+    """The compiled kernels when a module built for this package, numba, Python and architecture exists;
     else None. Looked for once per process (a few file reads; numba is not imported)."""
     with _finding:
         if not _found:
@@ -233,11 +234,11 @@ def build(directory: Optional[Path] = None) -> Path:
                 # a constant argument numba typed as a literal is compiled for any value here
                 args = tuple(types.unliteral(t) for t in sig.args)
                 text = _describe(args)
-                if text is None or f"{kernel}__{_digest(text)}" in signatures:
+                export = text and f"{kernel}__{_digest(text)}"
+                if text is None or export in signatures:
                     continue
-                cc.export(f"{kernel}__{_digest(text)}", signature(sig.return_type, *args))(
-                    getattr(_counting, kernel).py_func)
-                signatures[f"{kernel}__{_digest(text)}"] = text
+                cc.export(export, signature(sig.return_type, *args))(getattr(_counting, kernel).py_func)
+                signatures[export] = text
         original = pycc_compiler.Flags
         pycc_compiler.Flags = GilFree
         try:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from . import _aot, _numpy_counting
 from . import _compute as pc
 from ._arrow import string_buffers
+from ._cpus import affinity_cpus
 from ._kernel_codes import REF_AVERAGE, REF_CLOSEST, REF_SHORTEST, kernels, python_function
 from .config import REF_LENGTH_POLICIES, BleuConfig
 from .encode import (
@@ -77,7 +78,7 @@ def thread_count() -> int:
     if "numba" not in sys.modules:
         if os.environ.get("NUMBA_NUM_THREADS", "").isdigit() and int(os.environ["NUMBA_NUM_THREADS"]) > 0:
             return int(os.environ["NUMBA_NUM_THREADS"])
-        return max(1, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return affinity_cpus()
     import numba
 
     return numba.get_num_threads()
