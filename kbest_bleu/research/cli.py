@@ -138,6 +138,8 @@ def _cmd_judged(a: argparse.Namespace) -> int:
         if name not in table.column_names:
             raise InputError(f"{a.table}: no column {name!r}; expected lp, segment_id, system and the metric columns "
                              f"(the system level averages each system's segments), found {', '.join(table.column_names)}")
+    if a.wmt_style:
+        return _wmt_style(a, table, pairs, metrics)
     corr = {m: judged_correlations(table, m, pairs=pairs, human=a.human, n_boot=a.n_boot, seed=a.seed,
                                    level=a.level) for m in metrics}
     judge = f"pairs {a.pairs}" if pairs is not None else f"human column {a.human}"
@@ -155,6 +157,20 @@ def _cmd_judged(a: argparse.Namespace) -> int:
                     for m in metrics for lp in lps]))
     if a.compare:
         _comparison(a, table, pairs, corr, sys_table, lps)
+    return 0
+
+
+def _wmt_style(a: argparse.Namespace, table, pairs, metrics: list) -> int:
+    """--wmt-style: segment acc23 with tie calibration, system SPA / pairwise accuracy, clusters."""
+    from .wmt_style import markdown_rows, wmt_table
+    rows = wmt_table(table, metrics, human=a.human, pairs=pairs, average_by=a.average_by, k=a.n_perm, seed=a.seed,
+                     pval=a.pval)
+    judge = f"pairs {a.pairs} (grouped per segment)" if pairs is not None else \
+        f"human column {a.human} (average_by {a.average_by})"
+    print(f"\nWMT-style table, {a.table} against {judge}: segment acc23 with each metric's tie threshold eps "
+          f"optimized per language pair; system soft pairwise accuracy and pairwise accuracy; ranks are "
+          f"significance clusters (p <= {a.pval}, {a.n_perm} permutations, seed {a.seed})\n")
+    print(markdown(*markdown_rows(rows)))
     return 0
 
 
@@ -196,4 +212,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of segments (default 1000)")
     r.add_argument("--seed", type=int, default=12345)
     r.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals")
+    r.add_argument("--wmt-style", action="store_true",
+                   help="instead: segment acc23 with tie calibration (Deutsch et al. 2023), system soft pairwise "
+                        "accuracy (Thompson et al. 2024) and pairwise accuracy, WMT significance clusters")
+    r.add_argument("--average-by", choices=["item", "sys", "none"], default="item",
+                   help="--wmt-style segment grouping with --human (default item: each segment's systems)")
+    r.add_argument("--n-perm", type=int, default=1000, help="--wmt-style permutations per metric pair (default 1000)")
+    r.add_argument("--pval", type=float, default=0.05, help="--wmt-style significance level of the clusters")
     r.set_defaults(func=_cmd_judged)

@@ -32,7 +32,7 @@ from ..errors import InputError
 from .ties import Pairs, _grouped, _matrix, kendall_variants, optimize_tie_threshold, pair_set
 
 __all__ = ["STATISTICS", "PermutationResult", "assign_ranks", "grouped_pearson", "pairwise_permutation_test",
-           "score_permutation_test", "significance_clusters", "statistic"]
+           "score_permutation_test", "significance_clusters", "spa_permutation_test", "statistic"]
 
 STATISTICS = ("pearson", "acc23", "23", "tau_b", "acc23_opt", "accuracy", "spa")
 _BITS_BLOCK = 4_000_000  # random bits drawn per step
@@ -194,6 +194,44 @@ def score_permutation_test(human, metric_a, metric_b, stat: Callable[[np.ndarray
     hits = null >= delta
     used = _early_stop(hits, block_size, early_min, early_max)
     return PermutationResult(float(hits[:used].mean()), float(delta), used, null[:used])
+
+
+def spa_permutation_test(human, metric_a, metric_b, *, k: int = 1000, seed: int = 12345, spa_k: int = 1000,
+                         spa_seed: int = 4) -> PermutationResult:
+    """:func:`score_permutation_test` with ``statistic("spa", human)``, the same draws and result,
+    faster: a hybrid's signed system sums are the first metric's plus those of the swapped cells'
+    differences, so each resample takes one product with the sign flips instead of two. Inputs
+    float[S, I], complete (see :func:`.system_level.complete_items`)."""
+    from .system_level import _p_values, permutation_signs, spa_from_p_values
+    _check_k(k, None)
+    h = _matrix(human, "human")
+    ma, mb = _matrix(metric_a, "metric_a"), _matrix(metric_b, "metric_b")
+    if not h.shape == ma.shape == mb.shape or np.isnan(h).any():
+        raise InputError(f"spa_permutation_test: expected three complete matrices of one shape, found {h.shape}, "
+                         f"{ma.shape}, {mb.shape}")
+    rated = np.ones(h.shape, bool)
+    za, zb = _zscored(ma, rated, "metric_a"), _zscored(mb, rated, "metric_b")
+    signs = permutation_signs(h.shape[1], spa_k, spa_seed)
+    human_p = _p_values(h, signs)
+    i, j = np.triu_indices(h.shape[0], 1)
+
+    def spa(partial, total):
+        p = (partial[:, i] - partial[:, j] >= total[i] - total[j]).mean(axis=0)
+        return 1.0 - float(np.abs(human_p[i, j] - p).mean())
+
+    pa_, pb_ = signs @ za.T, signs @ zb.T
+    delta = spa_from_p_values(human_p, _p_values(za, signs)) - spa_from_p_values(human_p, _p_values(zb, signs))
+    rng = np.random.default_rng(seed)
+    d = (zb - za).ravel()
+    null = np.empty(k)
+    for r in range(k):
+        swap = (rng.random(d.size) < 0.5).reshape(h.shape)
+        moved = np.where(swap, zb - za, 0.0)  # cells where hybrid A takes B's score
+        part = signs @ moved.T
+        tot = moved.sum(axis=1)
+        null[r] = spa(pa_ + part, za.sum(axis=1) + tot) - spa(pb_ - part, zb.sum(axis=1) - tot)
+    hits = null >= delta
+    return PermutationResult(float(hits.mean()), float(delta), k, null)
 
 
 def assign_ranks(sig: np.ndarray, pval: float = 0.05) -> list:

@@ -13,7 +13,8 @@ import scipy.stats
 
 from kbest_bleu.errors import InputError
 from kbest_bleu.research.permutation import (assign_ranks, grouped_pearson, pairwise_permutation_test,
-                                             score_permutation_test, significance_clusters, statistic)
+                                             score_permutation_test, significance_clusters, spa_permutation_test,
+                                             statistic)
 from kbest_bleu.research.ties import as_matrix, kendall_variants, kendall_with_ties_opt, pair_set
 
 # stats_test.py PermutationSigDiffTest
@@ -144,6 +145,17 @@ def test_seeded_reproducibility():
     stat = statistic("pearson", h, average_by="item")
     s1, s2 = (score_permutation_test(h, ma, mb, stat, k=200, seed=9).p_value for _ in range(2))
     assert s1 == s2
+
+
+def test_spa_test_equals_generic_score_test():
+    # the one-product shortcut gives the generic PERM-BOTH's resamples, difference for difference
+    rng = np.random.default_rng(14)
+    h = rng.normal(size=(5, 40))
+    ma, mb = h + rng.normal(0, 1, h.shape), h + rng.normal(0, 1.3, h.shape)
+    fast = spa_permutation_test(h, ma, mb, k=30, seed=6, spa_k=200)
+    slow = score_permutation_test(h, ma, mb, statistic("spa", h, spa_k=200), k=30, seed=6)
+    assert fast.p_value == slow.p_value and fast.delta == slow.delta
+    np.testing.assert_allclose(fast.null, slow.null, atol=1e-12)
 
 
 def test_grouped_pearson_equals_scipy_with_missing():

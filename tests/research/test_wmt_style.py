@@ -1,0 +1,92 @@
+"""The WMT-style table (kbest_bleu.research.wmt_style) and `kbest-bleu metaeval judged --wmt-style`
+on hand-built judged tables: the pivot to matrices, acc23 with tie calibration by brute force,
+SPA and accuracy against the (separately tested) system-level functions on hand-pivoted matrices."""
+
+import itertools
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kbest_bleu.cli import main
+from kbest_bleu.errors import InputError
+from kbest_bleu.research.system_level import pairwise_accuracy, soft_pairwise_accuracy
+from kbest_bleu.research.wmt_style import matrices, wmt_table
+
+SYSTEMS, SEGS = ["A", "B", "C", "D"], [0, 1, 2, 3, 4]
+H = np.array([[3, 1, 2, 2, 0], [1, 1, 0, 2, 1], [2, 0, 2, 1, 1], [0, 2, 1, 0, 1]], float)
+M1 = np.array([[.9, .2, .5, .6, .1], [.3, .25, .1, .6, .3], [.5, .1, .55, .3, .35], [.1, .6, .3, .2, .3]])
+M2 = np.array([[.1, .5, .2, .3, .4], [.6, .2, .3, .1, .2], [.2, .4, .1, .5, .1], [.3, .1, .6, .4, .5]])
+
+
+def _table(h=H):
+    rows = [(s, g, h[i, j], M1[i, j], M2[i, j]) for i, s in enumerate(SYSTEMS) for j, g in enumerate(SEGS)]
+    s, g, hh, a, b = zip(*rows)
+    return pa.table({"lp": ["xx"] * len(rows), "segment_id": list(g), "system": list(s), "h": list(hh),
+                     "m1": list(a), "m2": list(b)})
+
+
+def _brute_acc23(h, m):
+    """Per segment over its systems, every candidate threshold; first maximum of the mean."""
+    cands = sorted({0.0} | {abs(m[a, j] - m[b, j]) for j in range(h.shape[1])
+                            for a, b in itertools.combinations(range(h.shape[0]), 2)})
+    best = None
+    for eps in cands:
+        accs = []
+        for j in range(h.shape[1]):
+            ok = [(h[a, j] == h[b, j]) == (abs(m[a, j] - m[b, j]) <= eps) and
+                  (h[a, j] == h[b, j] or (h[a, j] - h[b, j]) * (m[a, j] - m[b, j]) > 0)
+                  for a, b in itertools.combinations(range(h.shape[0]), 2)]
+            accs.append(np.mean(ok))
+        v = np.mean(accs)
+        if best is None or v > best[0] + 1e-12:
+            best = (v, eps)
+    return best
+
+
+def test_matrices_pivot_missing_and_errors():
+    t = _table().filter(pa.array([not (r["system"] == "B" and r["segment_id"] == 3) for r in _table().to_pylist()]))
+    systems, segs, h, ms = matrices(t, ["m1"], "h", "xx")
+    assert systems == SYSTEMS and segs.tolist() == SEGS
+    assert np.isnan(h[1, 3]) and np.isnan(ms["m1"][1, 3]) and h[0, 0] == 3
+    with pytest.raises(InputError, match="twice"):
+        matrices(pa.concat_tables([_table(), _table()]), ["m1"], "h", "xx")
+    bad = _table().set_column(4, "m1", pa.array([None] + M1.ravel().tolist()[1:], pa.float64()))
+    with pytest.raises(InputError, match="NaN on a row"):
+        matrices(bad, ["m1"], "h", "xx")
+
+
+def test_wmt_table_values():
+    rows = {r.metric: r for r in wmt_table(_table(), ["m1", "m2"], human="h", k=200, seed=3)}
+    for name, m in (("m1", M1), ("m2", M2)):
+        value, eps = _brute_acc23(H, m)
+        assert rows[name].seg_acc == pytest.approx(value, abs=1e-12) and rows[name].epsilon == eps
+        assert rows[name].spa == pytest.approx(soft_pairwise_accuracy(H, m), abs=1e-12)
+        assert rows[name].sys_acc == pytest.approx(pairwise_accuracy(H.mean(axis=1), m.mean(axis=1))[0], abs=1e-12)
+        assert rows[name].systems == 4
+    # m1 tracks the human scores and m2 does not: ranked first at the segment level
+    assert rows["m1"].seg_rank == 1 and rows["m1"].seg_acc > rows["m2"].seg_acc
+
+
+def test_cli_wmt_style_human_and_pairs(tmp_path, capsys):
+    pq.write_table(_table(), tmp_path / "t.parquet")
+    pairs = pa.table({"lp": ["xx"] * 4, "segment_id": [0, 0, 1, 2], "better_system": ["A", "C", "D", "A"],
+                      "worse_system": ["B", "D", "A", "B"]})
+    pq.write_table(pairs, tmp_path / "p.parquet")
+    assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m1,m2", "--human", "h",
+                 "--wmt-style", "--n-perm", "100"]) == 0
+    out = capsys.readouterr().out
+    body = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| xx")]
+    got = {r[1]: float(r[2]) for r in body}
+    assert got["m1"] == pytest.approx(_brute_acc23(H, M1)[0], abs=5e-4)
+    assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m1,m2", "--pairs",
+                 str(tmp_path / "p.parquet"), "--wmt-style", "--n-perm", "100"]) == 0
+    out = capsys.readouterr().out
+    body = {r[1]: r for r in ([c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()
+                              if line.startswith("| xx"))}
+    # m1 orders every preference right: segment 0 (A>B .9>.3, C>D .5>.1), 1 (D>A .6>.2), 2 (A>B .5>.1)
+    assert float(body["m1"][2]) == 1.0 and body["m1"][3] == "0"
+    # m2: segment 0 A>B .1<.6 wrong, C>D .2<.3 wrong; 1 D>A .1<.5 wrong; 2 A>B .2<.3 wrong
+    assert float(body["m2"][2]) == 0.0
+    assert "SPA" in out and body["m1"][5] == "—"  # no segment-level human scores: no SPA
