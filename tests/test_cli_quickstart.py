@@ -1,6 +1,7 @@
-"""The README's quickstart shows real output: its ``console`` blocks run in order as one shell session
-in a fresh directory (the installed ``kbest-bleu`` and ``sacrebleu`` commands), and every command's
-output is what the block shows; only the summary's time and rate may differ."""
+"""The README's quickstart and the session of docs/cli.md that continues it show real output: their
+``console`` blocks run in order (the README's, then the page's) as one shell session in a fresh
+directory (the installed ``kbest-bleu`` and ``sacrebleu`` commands), and every command's output is
+what the block shows; only the summary's time and rate may differ."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import sys
 from pathlib import Path
 
 
-DOC = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", ROOT / "docs" / "cli.md"]  # the session runs through them in this order
 TIMING = re.compile(r"time [0-9.]+ s \([0-9,]+ rows/s\)")
 
 
@@ -40,7 +42,9 @@ def _ours(cmd: str, cwd: Path, capfd, monkeypatch) -> str:
 
 
 def test_quickstart_session_prints_what_the_doc_shows(tmp_path, capfd, monkeypatch):
-    steps = _session(DOC.read_text(encoding="utf-8"))
+    per_page = [_session(doc.read_text(encoding="utf-8")) for doc in DOCS]
+    assert all(len(page) >= 3 for page in per_page)  # each page still shows a session of its own
+    steps = [step for page in per_page for step in page]
     assert len(steps) >= 8
     monkeypatch.chdir(tmp_path)
     bin_dir = str(Path(sys.executable).parent)  # sacrebleu of this environment
