@@ -23,13 +23,14 @@ Random draws come from numpy's PCG64 seeded with ``seed``: the same seed gives t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import numpy as np
 
 from ..errors import InputError
-from .ties import Pairs, _grouped, _matrix, kendall_variants, optimize_tie_threshold, pair_set
+from .ties import (Pairs, _average, _grouped, _matrix, _variant_values, kendall_stats, optimize_tie_threshold,
+                   pair_set)
 
 __all__ = ["STATISTICS", "PermutationResult", "assign_ranks", "grouped_pearson", "pairwise_permutation_test",
            "score_permutation_test", "significance_clusters", "spa_permutation_test", "statistic"]
@@ -136,11 +137,22 @@ def statistic(name: str, human, *, average_by: str = "none", epsilon: float = 0.
     h = _matrix(human, "human")
     if name == "pearson":
         return lambda m: grouped_pearson(h, m, average_by)
-    if name in ("acc23", "23", "tau_b"):
+    if name in ("acc23", "23", "tau_b", "acc23_opt"):
+        # the pairs of rated cells, enumerated once; each call only takes the metric's differences
+        base = pair_set(h, [np.where(np.isnan(h), np.nan, 0.0)], average_by)
+        has_pairs = base.pairs_per_group > 0
+
+        def with_metric(m) -> Pairs:
+            flat = _grouped(_matrix(m, "metric"), average_by).ravel()
+            diff = flat[base.first] - flat[base.second]
+            if np.isnan(diff).any():
+                raise InputError("statistic: a metric score is NaN on a rated cell; score every rated translation")
+            return replace(base, metric_diff=diff[None, :])
+
+        if name == "acc23_opt":
+            return lambda m: optimize_tie_threshold(with_metric(m)).value
         variant = "b" if name == "tau_b" else name
-        return lambda m: kendall_variants(h, m, variant, epsilon=epsilon, average_by=average_by)
-    if name == "acc23_opt":
-        return lambda m: optimize_tie_threshold(pair_set(h, [m], average_by)).value
+        return lambda m: _average(_variant_values(kendall_stats(with_metric(m), epsilon), variant), has_pairs, False)
     if name == "accuracy":
         from .system_level import pairwise_accuracy
         return lambda m: pairwise_accuracy(h.ravel(), np.asarray(m, np.float64).ravel())[0]

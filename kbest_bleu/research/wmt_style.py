@@ -31,7 +31,7 @@ from .permutation import (pairwise_permutation_test, score_permutation_test, sig
 from .system_level import complete_items, pairwise_accuracy, soft_pairwise_accuracy
 from .ties import Pairs, optimize_tie_threshold, pair_set, preference_pairs
 
-__all__ = ["WmtRow", "markdown_rows", "matrices", "pairs_from_preferences", "segment_block", "system_block",
+__all__ = ["WmtRow", "accuracy_block", "markdown_rows", "matrices", "pairs_from_preferences", "segment_block", "system_block",
            "wmt_table"]
 
 
@@ -140,7 +140,7 @@ def system_block(human: np.ndarray, scores: dict, *, k: int = 1000, seed: int = 
     return {m: (v, r) for m, v, r in out}
 
 
-def _system_accuracy(human_sys: np.ndarray, metric_sys: dict, k: int, seed: int, pval: float) -> dict:
+def accuracy_block(human_sys: np.ndarray, metric_sys: dict, k: int, seed: int, pval: float) -> dict:
     """{metric: (pairwise accuracy, rank)} with clusters from PERM-BOTH over system scores."""
     values = {m: pairwise_accuracy(human_sys, x)[0] for m, x in metric_sys.items()}
     stat = statistic("accuracy", human_sys[None, :])
@@ -157,11 +157,12 @@ def _system_accuracy(human_sys: np.ndarray, metric_sys: dict, k: int, seed: int,
 
 def wmt_table(table: pa.Table, metrics: Sequence[str], *, human: Optional[str] = None,
               pairs: Optional[pa.Table] = None, average_by: str = "item", k: int = 1000, seed: int = 12345,
-              pval: float = 0.05, system_k: Optional[int] = None, spa_k: int = 1000) -> list:
+              pval: float = 0.05, system_k: Optional[int] = None, spa_k: int = 1000, system: bool = True) -> list:
     """The WMT-style table of every language pair of ``table`` (lp, segment_id, system, the
     ``metrics`` columns) against ``human`` (a score column) or ``pairs`` (preferences): a list of
     :class:`WmtRow`, ordered per language pair by segment-level value. ``system_k`` resamples for
-    the system-level clusters (default ``k``; 0 skips the tests)."""
+    the system-level clusters (default ``k``; 0 skips the tests); ``system=False`` leaves the system
+    level out (systems judged on different segments, as in WMT15-17 DAseg)."""
     if (human is None) == (pairs is None):
         raise InputError("wmt_table: expected exactly one of human= (a score column) or pairs= (preferences)")
     from .judged import system_table
@@ -176,14 +177,14 @@ def wmt_table(table: pa.Table, metrics: Sequence[str], *, human: Optional[str] =
         else:
             _, _, h, ms = matrices(table, metrics, human, lp)
             seg = segment_block(pair_set(h, list(ms.values()), average_by), metrics, k=k, seed=seed, pval=pval)
-            spa = system_block(h, ms, k=system_k, seed=seed, pval=pval, spa_k=spa_k)
+            spa = system_block(h, ms, k=system_k, seed=seed, pval=pval, spa_k=spa_k) if system else {}
         sub = sys_t.filter(pc.equal(sys_t["lp"], lp))
         h_sys = sub["human"].to_numpy(zero_copy_only=False).astype(np.float64)
         acc: dict = {}
-        if (~np.isnan(h_sys)).sum() >= 2:
+        if system and (~np.isnan(h_sys)).sum() >= 2:
             m_sys = {m: sub[m].to_numpy(zero_copy_only=False).astype(np.float64) for m in metrics}
-            acc = _system_accuracy(h_sys, m_sys, 0 if spa else system_k, seed, pval)
-        n_sys = int((~np.isnan(h_sys)).sum())
+            acc = accuracy_block(h_sys, m_sys, 0 if spa else system_k, seed, pval)
+        n_sys = int((~np.isnan(h_sys)).sum()) if system else 0
         for m in sorted(metrics, key=lambda m: (seg[m][2], -seg[m][0], m)):
             s, sr = spa.get(m, (float("nan"), 0))
             a, ar = acc.get(m, (float("nan"), 0))
