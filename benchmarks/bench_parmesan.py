@@ -39,7 +39,7 @@ import workloads  # noqa: E402
 from kbest_bleu.encode import segment_pointers, segment_references  # noqa: E402
 from kbest_bleu.metrics.meteor import meteor_params, meteor_segments  # noqa: E402
 from kbest_bleu.metrics.parmesan import from_options, load_table, paraphrase_segments, parmesan_segments  # noqa: E402
-from kbest_bleu.metrics.parmesan.metaeval import english_table  # noqa: E402
+from kbest_bleu.research.parmesan_paper import english_table  # noqa: E402
 from kbest_bleu.metrics.parmesan.substitute import words  # noqa: E402
 from kbest_bleu.metrics.parmesan.table import read_table  # noqa: E402
 

@@ -15,6 +15,7 @@ _LAZY = {
     "BleuResult": "bleu", "corpus_bleu": "bleu", "corpus_score": "bleu", "document_score": "bleu",
     "score_kbest": "bleu", "sentence_bleu": "bleu", "sentence_scores": "bleu", "SentenceScorer": "bleu",
     "BleuStats": "stats", "ngram_stats": "stats",
+    "set_threads": "counting.threads", "threads": "counting.threads",  # the kernels' thread count
     "bleu2vec_scores": "metrics.bleu2vec",  # needs the [bleu2vec] extra only when called with a model
 }
 
@@ -35,6 +36,8 @@ __all__ = [
     "score_kbest",
     "sentence_bleu",
     "sentence_scores",
+    "set_threads",
+    "threads",
 ]
 
 

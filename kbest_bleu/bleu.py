@@ -14,13 +14,15 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ._arrow import from_strings, string_buffers
-from ._kernel_codes import RULES_13A, RULES_NONE, RULES_ZH, kernels
+from . import settings
 from .config import BleuConfig
+from .counting import kernels
+from .counting.codes import RULES_13A, RULES_NONE, RULES_ZH
+from .counting.threads import thread_count
 from .errors import InputError
-from .smoothing import PRESETS
-from .stats import BleuStats, check_group_pointers, counting_args, ngram_stats, thread_count
-from .tokenize import _UNESCAPE_13A, BYTE_CLASS, WIDE_SPACE, prepare
+from .smoothing import PRESETS, sacrebleu_sentence_one
+from .stats import BleuStats, check_group_pointers, counting_args, ngram_stats
+from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare_one
 
 __all__ = ["BleuResult", "SentenceScorer", "corpus_bleu", "corpus_score", "document_score", "score_kbest",
            "score_rows", "sentence_bleu", "sentence_scores"]
@@ -48,7 +50,6 @@ class BleuResult:
                 "hyp_len": self.hyp_len, "ref_len": self.ref_len, "signature": self.signature}
 
 
-_CHUNK_ROWS = 32768  # smoothing runs on row chunks of at least this size in threads
 
 
 def _preset_scores(stats: BleuStats, cfg: BleuConfig, level: str):
@@ -68,9 +69,9 @@ def score_rows(stats: BleuStats, cfg: BleuConfig, level: str) -> np.ndarray:
     Rows are independent, so large inputs are cut into chunks scored on numba's thread count
     (numpy releases the GIL); only the scores are gathered, not the precisions.
     """
-    if len(stats) < 2 * _CHUNK_ROWS or (n_threads := thread_count()) == 1:
+    if len(stats) < 2 * settings.SMOOTHING_CHUNK_ROWS or (n_threads := thread_count()) == 1:
         return _preset_scores(stats, cfg, level)[0]
-    size = max(_CHUNK_ROWS, -(-len(stats) // n_threads))
+    size = max(settings.SMOOTHING_CHUNK_ROWS, -(-len(stats) // n_threads))
     with ThreadPoolExecutor(n_threads) as pool:
         return np.concatenate(list(pool.map(lambda a: _preset_scores(stats[a:a + size], cfg, level)[0],
                                             range(0, len(stats), size))))
@@ -130,77 +131,13 @@ def _config(config: Optional[BleuConfig], options: dict) -> BleuConfig:
 
 
 def _prepared_bytes(text: Any, cfg: BleuConfig, what: str) -> np.ndarray:
-    """UTF-8 bytes of one string after :func:`kbest_bleu.tokenize.prepare`'s rewrites, as a
-    read-only uint8 array (the batch path's array type, :func:`kbest_bleu._arrow.string_buffers`:
-    the two share one compiled kernel).
-
-    ``none``, ``13a`` and ``char`` are rewritten with Python's own ``str`` methods,
-    which is what sacrebleu does and what ``prepare`` emulates column-wide; the others go through
-    ``prepare`` on a one-row column.
-    """
+    """UTF-8 bytes of one string after :func:`kbest_bleu.tokenize.prepare_one`, as a read-only
+    uint8 array (the batch path's array type, :func:`kbest_bleu.arrays.string_buffers`: the two
+    share one compiled kernel)."""
     if not isinstance(text, str):
         raise InputError(f"{what}: expected a string, found {type(text).__name__} ({text!r}); pass str "
                          "(score_kbest scores many hypotheses at once)")
-    if cfg.tokenize in ("none", "13a", "char"):
-        if cfg.lowercase:
-            text = text.lower()
-        if cfg.tokenize == "13a":
-            text = text.rstrip()
-            for old, new in _UNESCAPE_13A:
-                text = text.replace(old, new)
-        elif cfg.tokenize == "char":  # sacrebleu's TokenizerChar: the characters joined by spaces
-            text = " ".join(text.rstrip())
-        return np.frombuffer(text.encode("utf-8"), np.uint8)
-    data, offsets = string_buffers(prepare(from_strings([text]), cfg.tokenize, cfg.lowercase)[0])
-    return data[offsets[0]:offsets[1]]
-
-
-_TINY = np.finfo(np.float64).tiny
-
-
-def _sacrebleu_one(v: np.ndarray, cfg: BleuConfig) -> Optional[float]:
-    """:func:`kbest_bleu.smoothing.sacrebleu_bleu` of one row, sentence level, smoothings 0-3 and
-    uniform weights, on Python floats (numpy's per-call overhead on one-row arrays costs ~100 us).
-
-    ``v``: the int64 vector of :func:`kbest_bleu._counting._one_text_stats`. The operations are
-    the vectorized ones in the same order (``np.log``/``np.exp`` included), so the score is
-    bit-for-bit that of :func:`sentence_scores` (tests check it). None when the product of the
-    precisions underflows (the caller takes the vectorized path).
-    """
-    n, n_orders = cfg.max_order, (len(v) - 2) // 2
-    m, l = v[:n].tolist(), v[n_orders:n_orders + n].tolist()
-    c, r = float(v[-2]), float(v[-1])
-    if sum(m) == 0:  # sacrebleu's early stop
-        return 0.0
-    eff, method = cfg.effective("sentence"), cfg.smoothing
-    prod, kept, invcnt, log_zero = 1.0, 0.0, 1.0, False
-    for i in range(n):
-        mi, li = float(m[i]), float(l[i])
-        if method == 2 and i > 0:  # Chen & Cherry 2.2: add k from order 2 on
-            mi, li = mi + cfg.add_k, li + cfg.add_k
-        elif mi == 0 and li > 0 and method in (1, 3):  # 2.1 epsilon, 2.3 NIST geometric sequence
-            if method == 1:
-                mi = cfg.epsilon
-            else:
-                invcnt *= 2.0
-                mi = 1.0 / invcnt
-        if eff and not li > 0:  # effective order drops orders without hypothesis n-grams
-            continue
-        p = mi / li if li > 0 else 0.0
-        prod *= p
-        kept += 1.0
-        log_zero |= p == 0.0
-    w = 1.0 / n
-    if log_zero:  # the vectorized path's sum of logs: an included zero precision gives -inf
-        s = -np.inf
-    elif prod < _TINY:  # underflow: the vectorized path sums the logarithms instead
-        return None
-    else:
-        s = w * float(np.log(prod))
-    total = w * kept
-    bleu = float(np.exp((s / total if total > 0 else 0.0) if eff else s))
-    bp = (0.0 if r > 0 else 1.0) if c == 0 else float(np.exp(min(1.0 - r / c, 0.0)))
-    return bp * bleu
+    return np.frombuffer(prepare_one(text, cfg.tokenize, cfg.lowercase).encode("utf-8"), np.uint8)
 
 
 class SentenceScorer:
@@ -247,7 +184,7 @@ class SentenceScorer:
 
     def __call__(self, hypothesis: str) -> float:
         v = self.vector(hypothesis)
-        score = _sacrebleu_one(v, self.config) if self._fast else None
+        score = sacrebleu_sentence_one(v, self.config) if self._fast else None
         if score is not None:
             return score
         k = self._n_orders

@@ -14,10 +14,10 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from . import _compute as pc
-from . import _numpy_counting
-from ._arrow import from_numpy, one_array, string_buffers, to_numpy
-from ._kernel_codes import kernels
+from . import arrow_compute as pc
+from .arrays import from_numpy, one_array, string_buffers, to_numpy
+from .counting import kernels
+from .counting import numpy_engine as _numpy_counting
 from .errors import InputError
 from .tokenize import lowercase as lowercase_column
 from .tokenize import prepare, split_ids

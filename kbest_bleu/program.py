@@ -13,20 +13,16 @@ import re
 import sys
 from pathlib import Path
 
-from . import _collector
-from ._cpus import size_pools_to_quota
-from ._kernel_codes import skip_blas_probe
+from . import collector, settings
 from .cli import main
+from .counting.threads import size_pools_to_quota
+from .jit import skip_blas_probe
 
 __all__ = ["command"]
 
 # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
-# blocks below this come from the heap and are reused once freed; bigger ones are mapped apart
-MMAP_THRESHOLD = 64 << 20
-# free memory at the heap's top is kept up to this much, not handed back to the kernel
-TRIM_THRESHOLD = 128 << 20
 
 
 def _command_process() -> None:
@@ -45,11 +41,15 @@ def _command_process() -> None:
     otherwise. Malloc keeps what batches free for the next ones (:func:`_keep_freed_memory`), and
     Arrow's buffers come from its jemalloc pool where pyarrow has one (:func:`_arrow_memory_pool`). First of
     all, Python's garbage collector is paused until the job's start-up is over
-    (:mod:`kbest_bleu._collector`: its runs over the imports' objects, which live to the end, cost
+    (:mod:`kbest_bleu.collector`: its runs over the imports' objects, which live to the end, cost
     26 ms of a 200,000-row job)."""
-    _collector.pause()
+    collector.pause()
     if "numba" not in sys.modules:  # numba reads its threading layer when it is imported
         os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+    # idle OpenMP workers sleep instead of spinning: on a busy 2-core machine (load 11) a parallel
+    # launch otherwise waited ~16 ms for spinning peers to be descheduled; passive, ~13 us. The
+    # program's own setting: a library caller's process keeps its policy
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if "numpy" not in sys.modules:  # OpenBLAS reads its thread count when numpy loads it
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     size_pools_to_quota()
@@ -110,8 +110,8 @@ def _keep_freed_memory() -> None:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return
-    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-    mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    mallopt(_M_MMAP_THRESHOLD, settings.MMAP_THRESHOLD)
+    mallopt(_M_TRIM_THRESHOLD, settings.TRIM_THRESHOLD)
 
 
 def command() -> None:

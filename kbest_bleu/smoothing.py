@@ -14,14 +14,15 @@ by smoothings 5 and 7), c, r float64[H]; outputs bleu, bp float64[H], p float64[
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
 from .config import BleuConfig
 from .errors import InputError
 
-__all__ = ["PRESETS", "moses_bleu", "mteval_bleu", "nltk_bleu", "paper_precisions", "sacrebleu_bleu"]
+__all__ = ["PRESETS", "moses_bleu", "mteval_bleu", "nltk_bleu", "paper_precisions", "sacrebleu_bleu",
+           "sacrebleu_sentence_one"]
 
 
 def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -262,3 +263,52 @@ def moses_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the pre
 
 PRESETS: dict[str, Callable] = {"sacrebleu": sacrebleu_bleu, "nltk": nltk_bleu, "mteval": mteval_bleu,
                                 "moses": moses_bleu}
+
+
+_TINY = np.finfo(np.float64).tiny
+
+
+def sacrebleu_sentence_one(v: np.ndarray, cfg: BleuConfig) -> Optional[float]:
+    """:func:`kbest_bleu.smoothing.sacrebleu_bleu` of one row, sentence level, smoothings 0-3 and
+    uniform weights, on Python floats (numpy's per-call overhead on one-row arrays costs ~100 us).
+
+    ``v``: int64[2 * n_orders + 2], the statistics m_1..m_N', l_1..l_N', c, r of one row (the
+    single-call kernel's layout). The operations are
+    the vectorized ones in the same order (``np.log``/``np.exp`` included), so the score is
+    bit-for-bit that of :func:`sacrebleu_bleu` (tests check it). None when the product of the
+    precisions underflows (the caller takes the vectorized path).
+    """
+    n, n_orders = cfg.max_order, (len(v) - 2) // 2
+    m, l = v[:n].tolist(), v[n_orders:n_orders + n].tolist()
+    c, r = float(v[-2]), float(v[-1])
+    if sum(m) == 0:  # sacrebleu's early stop
+        return 0.0
+    eff, method = cfg.effective("sentence"), cfg.smoothing
+    prod, kept, invcnt, log_zero = 1.0, 0.0, 1.0, False
+    for i in range(n):
+        mi, li = float(m[i]), float(l[i])
+        if method == 2 and i > 0:  # Chen & Cherry 2.2: add k from order 2 on
+            mi, li = mi + cfg.add_k, li + cfg.add_k
+        elif mi == 0 and li > 0 and method in (1, 3):  # 2.1 epsilon, 2.3 NIST geometric sequence
+            if method == 1:
+                mi = cfg.epsilon
+            else:
+                invcnt *= 2.0
+                mi = 1.0 / invcnt
+        if eff and not li > 0:  # effective order drops orders without hypothesis n-grams
+            continue
+        p = mi / li if li > 0 else 0.0
+        prod *= p
+        kept += 1.0
+        log_zero |= p == 0.0
+    w = 1.0 / n
+    if log_zero:  # the vectorized path's sum of logs: an included zero precision gives -inf
+        s = -np.inf
+    elif prod < _TINY:  # underflow: the vectorized path sums the logarithms instead
+        return None
+    else:
+        s = w * float(np.log(prod))
+    total = w * kept
+    bleu = float(np.exp((s / total if total > 0 else 0.0) if eff else s))
+    bp = (0.0 if r > 0 else 1.0) if c == 0 else float(np.exp(min(1.0 - r / c, 0.0)))
+    return bp * bleu

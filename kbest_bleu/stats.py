@@ -3,22 +3,20 @@ id kernel) and the :class:`BleuStats` container that tuners and corpus scoring w
 
 from __future__ import annotations
 
-import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from . import _aot, _numpy_counting
-from . import _compute as pc
-from ._arrow import string_buffers
-from ._cpus import affinity_cpus
-from ._kernel_codes import REF_AVERAGE, REF_CLOSEST, REF_SHORTEST, kernels, python_function
+from . import arrow_compute as pc
+from . import settings
+from .arrays import string_buffers
 from .config import REF_LENGTH_POLICIES, BleuConfig
+from .counting import kernels, numpy_engine
+from .counting.codes import REF_AVERAGE, REF_CLOSEST, REF_SHORTEST
+from .counting.threads import threads_for
 from .encode import (
     Encoded,
     encode,
@@ -30,80 +28,14 @@ from .encode import (
     segment_references,
 )
 from .errors import InputError
+from .jit import python_function
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
-__all__ = ["COLD_NUMPY_ENGINE_BYTES", "NUMPY_ENGINE_BYTES", "SMALL_JOB_BYTES", "BleuStats", "check_group_pointers",
-           "counting_args", "kernels_compiled", "ngram_stats", "numpy_engine_suits", "segment_argmax",
-           "segment_counter", "segment_stats", "set_threads", "stats_from_encoded", "stats_from_text",
-           "text_kernel_stats", "thread_count", "threads_for"]
-
-SMALL_JOB_BYTES = 1 << 16  # below this many input bytes a job runs on the calling thread alone
-# below this many bytes of hypothesis and reference text, a whole job is faster on the numpy
-# engine than with numba's fixed cost (benchmarks/RESULTS.md, "Engines")
-NUMPY_ENGINE_BYTES = 4 << 20
-# on a first run (no compiled kernel in numba's cache), jobs up to this many bytes of text run on
-# the numpy engine rather than compile for ~12 s first; above it, compiling pays off at once
-COLD_NUMPY_ENGINE_BYTES = 64 << 20
-# runs of segments per thread for the text kernel, handed out as threads come free (one run per
-# thread would leave a core idle while its thread waits behind the job's reader or writer)
-RUNS_PER_THREAD = 4
+__all__ = ["BleuStats", "check_group_pointers", "counting_args", "counts_in_parallel", "ngram_stats",
+           "pair_stats", "segment_argmax", "segment_counter", "segment_stats", "stats_from_encoded", "stats_from_text",
+           "text_kernel_stats"]
 
 _POLICY_CODES = dict(zip(REF_LENGTH_POLICIES, (REF_CLOSEST, REF_SHORTEST, REF_AVERAGE)))
-
-
-def set_threads(n: int) -> int:
-    """Use ``n`` threads for the kernels (the CLI's ``--threads``); returns the count in effect.
-
-    Before numba is imported this sizes its thread pool (``NUMBA_NUM_THREADS``); afterwards it
-    sets the count of the calling thread, capped at the pool size.
-    """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InputError(f"threads: expected a positive integer, found {n!r}; pass e.g. --threads 2")
-    if "numba" not in sys.modules:
-        if os.environ.get("NUMBA_NUM_THREADS") != str(n):  # not rewritten while other threads run
-            os.environ["NUMBA_NUM_THREADS"] = str(n)
-        return n
-    import numba
-
-    n = min(n, numba.config.NUMBA_NUM_THREADS)
-    numba.set_num_threads(n)
-    return n
-
-
-def thread_count() -> int:
-    """The kernels' thread count on the calling thread (:func:`set_threads`, ``--threads``).
-    Before numba is imported (a job on the ahead-of-time kernels, :mod:`kbest_bleu._aot`): the
-    count numba would start with, ``NUMBA_NUM_THREADS`` or the CPUs this process may use (numba's
-    own default, ``numba.core.config``), without importing it."""
-    if "numba" not in sys.modules:
-        if os.environ.get("NUMBA_NUM_THREADS", "").isdigit() and int(os.environ["NUMBA_NUM_THREADS"]) > 0:
-            return int(os.environ["NUMBA_NUM_THREADS"])
-        return affinity_cpus()
-    import numba
-
-    return numba.get_num_threads()
-
-
-@contextmanager
-def threads_for(n_bytes: int) -> Iterator[int]:
-    """The thread count for a job of ``n_bytes`` input bytes, set for the block: 1 below
-    :data:`SMALL_JOB_BYTES` (a parallel launch costs more than such a job: ~13 us passive, 2 us
-    on one thread), else the current count. Without numba imported (the ahead-of-time kernels run
-    on the caller's threads), nothing is set."""
-    if "numba" not in sys.modules:
-        yield thread_count() if n_bytes >= SMALL_JOB_BYTES else 1
-        return
-    import numba
-
-    before = numba.get_num_threads()
-    if n_bytes >= SMALL_JOB_BYTES or before == 1:
-        yield before
-        return
-    numba.set_num_threads(1)
-    try:
-        yield 1
-    finally:
-        numba.set_num_threads(before)
 
 
 def check_group_pointers(ptr: Any, n_rows: int) -> np.ndarray:
@@ -240,6 +172,34 @@ def stats_from_encoded(enc: Encoded, *configs: BleuConfig) -> BleuStats:
     return BleuStats(m, t, c, r)
 
 
+def pair_stats(tok: np.ndarray, row_ptr: np.ndarray, group_ptr: np.ndarray, *configs: BleuConfig) -> BleuStats:
+    """BLEU statistics of every ordered pair of rows within each group: row j of group g scored
+    against row i of the same group as its only reference (MBR's pseudo-references, self-BLEU).
+
+    Parameters
+    ----------
+    tok : int32[T] token ids (>= 0) of all rows, CSR by ``row_ptr`` int64[H+1]
+    group_ptr : int64[G+1] rows group_ptr[g]:group_ptr[g+1] form group g (size K_g)
+    configs : what to count (:func:`counting_args`)
+
+    Returns
+    -------
+    BleuStats of sum_g K_g**2 pairs; group g's block starts at sum_{h<g} K_h**2 and is laid out
+    reference-major: pair (i, j) -> i * K_g + j (hypothesis j against reference i).
+    """
+    tok = np.ascontiguousarray(tok, dtype=np.int32)
+    row_ptr = check_group_pointers(row_ptr, len(tok))
+    group_ptr = check_group_pointers(group_ptr, len(row_ptr) - 1)
+    if len(tok) and tok.min() < 0:
+        raise InputError("pair_stats: token ids must be >= 0")
+    sizes = np.diff(group_ptr)
+    out_ptr = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
+    n_orders = counting_args(*configs)[0]
+    with threads_for(tok.nbytes) as n_threads:
+        m, t, c, r = kernels()._pair_stats(tok, row_ptr, group_ptr, out_ptr, n_orders, n_threads)
+    return BleuStats(m, t, c, r)
+
+
 def stats_from_text(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig,
                     engine: str = "kernels") -> BleuStats:
     """Statistics straight from text, without global token ids (:func:`text_kernel_stats`).
@@ -265,7 +225,7 @@ def _text_counter(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndar
     ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else pc.cast(flat, pa.string()),
                           configs[0].tokenize, configs[0].lowercase, engine)
     if engine == "numpy":
-        return lambda: BleuStats(*_numpy_counting.text_stats(hyp_text, ref_text, rules, seg_hyp_ptr, seg_ref_ptr,
+        return lambda: BleuStats(*numpy_engine.text_stats(hyp_text, ref_text, rules, seg_hyp_ptr, seg_ref_ptr,
                                                              n_orders, policy))
 
     def count() -> BleuStats:
@@ -273,59 +233,6 @@ def _text_counter(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndar
             return BleuStats(*text_kernel_stats(hyp_text, ref_text, seg_hyp_ptr, seg_ref_ptr, n_orders, policy, rules,
                                                 n_threads))
     return count
-
-
-def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.ndarray, seg_ref_ptr: np.ndarray,
-                      n_orders: int, policy: int, rules: int, n_threads: int) -> tuple:
-    """The text kernel (:func:`kbest_bleu._counting._text_run_stats`) over every segment, on
-    ``n_threads`` threads: the segments are cut into :data:`RUNS_PER_THREAD` runs per thread of
-    about equal bytes, handed to a thread pool as threads come free; one thread runs them all on
-    the calling thread. Prepared texts (Arrow string arrays, H hypotheses and R references),
-    int64[S+1] row and reference pointers of the segments; returns matches, totals
-    int32[H, n_orders], hyp_len, ref_len int32[H]."""
-    k = kernels()
-    hyp_data, hyp_off = string_buffers(hyp_text)
-    ref_data, ref_off = string_buffers(ref_text)
-    # the outputs and the runs come from the kernels' numpy helpers run as Python (two loads saved),
-    # or compiled in the ahead-of-time module where it serves
-    out = python_function(k._new_stats)(len(hyp_off) - 1, n_orders)
-    n_runs = n_threads * RUNS_PER_THREAD if n_threads > 1 else 1
-    cut = python_function(k._thread_chunks)(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_runs)
-
-    def run(c: int) -> None:
-        k._text_run_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, cut[c], cut[c + 1],
-                          n_orders, policy, rules, BYTE_CLASS, WIDE_SPACE, *out)
-    if len(cut) <= 2:
-        run(0)
-    else:
-        with ThreadPoolExecutor(n_threads) as pool:
-            list(pool.map(run, range(len(cut) - 1)))
-    return out
-
-
-def kernels_compiled() -> bool:
-    """Whether the text kernel is compiled: in this process, or in numba's on-disk cache (False on
-    a first run after install, or with a fresh ``NUMBA_CACHE_DIR``). Reads the cache's index only:
-    imports numba, compiles and loads nothing; True at once where the ahead-of-time kernels serve."""
-    if _aot.loaded() is not None:
-        return True
-    text_stats = kernels()._text_run_stats
-    try:
-        return bool(text_stats.signatures) or bool(text_stats._cache._cache_file._load_index())
-    except Exception:  # numba's private cache API moved: assume compiled (a compile is announced)
-        return True
-
-
-def numpy_engine_suits(configs: Sequence[BleuConfig], n_bytes: int) -> bool:
-    """Whether a job of ``n_bytes`` of text scored under ``configs`` is better served by the
-    numpy engine than by the kernels: below :data:`NUMPY_ENGINE_BYTES` the kernels' fixed cost
-    (~0.2 s: numba and its cached code) exceeds the numpy engine's extra time; below
-    :data:`COLD_NUMPY_ENGINE_BYTES` when the kernels are not compiled yet (~12 s). Never when a
-    tokenizer needs a kernel (``char``), nor where the ahead-of-time kernels serve (they load in
-    under 1 ms: :mod:`kbest_bleu._aot`)."""
-    if any(c.tokenize == "char" for c in configs) or _aot.loaded() is not None:
-        return False
-    return n_bytes < NUMPY_ENGINE_BYTES or (n_bytes < COLD_NUMPY_ENGINE_BYTES and not kernels_compiled())
 
 
 def segment_stats(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray, *configs: BleuConfig,
@@ -385,3 +292,31 @@ def ngram_stats(hypotheses: Any, references: Any, segments: Any = None, config: 
     seg_ptr = segment_pointers(segments, len(hyps))
     refs = segment_references(references_array(references), seg_ptr, len(hyps))
     return segment_stats(hyps, refs, seg_ptr, BleuConfig.make(config, **options))
+
+
+def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.ndarray, seg_ref_ptr: np.ndarray,
+                      n_orders: int, policy: int, rules: int, n_threads: int) -> tuple:
+    """The text kernel (:func:`kbest_bleu.counting._kernels._text_run_stats`) over every segment, on ``n_threads``
+    threads: the segments are cut into :data:`~kbest_bleu.settings.RUNS_PER_THREAD` runs per
+    thread of about equal bytes, handed to a thread pool as threads come free; one thread runs them
+    all on the calling thread. Prepared texts (Arrow string arrays, H hypotheses and R references),
+    int64[S+1] row and reference pointers of the segments; returns matches, totals
+    int32[H, n_orders], hyp_len, ref_len int32[H]."""
+    k = kernels()
+    hyp_data, hyp_off = string_buffers(hyp_text)
+    ref_data, ref_off = string_buffers(ref_text)
+    # the outputs and the runs come from the kernels' numpy helpers run as Python (two loads saved),
+    # or compiled in the ahead-of-time module where it serves
+    out = python_function(k._new_stats)(len(hyp_off) - 1, n_orders)
+    n_runs = n_threads * settings.RUNS_PER_THREAD if n_threads > 1 else 1
+    cut = python_function(k._thread_chunks)(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_runs)
+
+    def run(c: int) -> None:
+        k._text_run_stats(hyp_data, hyp_off, ref_data, ref_off, seg_hyp_ptr, seg_ref_ptr, cut[c], cut[c + 1],
+                          n_orders, policy, rules, BYTE_CLASS, WIDE_SPACE, *out)
+    if len(cut) <= 2:
+        run(0)
+    else:
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(run, range(len(cut) - 1)))
+    return out

@@ -110,15 +110,20 @@ def score(t: pa.Table, opts) -> tuple[pa.Table, list]:
     return out, names
 
 
-def _by_lp(t: pa.Table, opts) -> tuple[pa.Table, list]:
-    parts, names = [], None
+def _by_lp(t: pa.Table, opts) -> tuple[pa.Table, dict]:
+    """Every language pair scored: (one table, {lp: its metric names}); a metric a pair lacks
+    (Parmesan, BLEU2VEC out of English) is null there."""
+    parts, names = [], {}
     for lp in sorted(set(t["lp"].to_pylist())):
-        part, n = score(t.filter(pc.equal(t["lp"], lp)), opts)
-        names = n if names is None else [m for m in names if m in n]
-        parts.append(part)
-    return pa.concat_tables([p.select(["lp", "segment_id", "system"] + [c for c in p.column_names
-                                                                      if c in names or c.startswith("human")])
-                             for p in parts], promote_options="permissive"), names
+        part, names[lp] = score(t.filter(pc.equal(t["lp"], lp)), opts)
+        parts.append(part.select(["lp", "segment_id", "system"] + names[lp] +
+                                 [c for c in part.column_names if c.startswith("human")]))
+    return pa.concat_tables(parts, promote_options="permissive"), names
+
+
+def _per_lp(scored: pa.Table, names: dict, **kw) -> list:
+    """wmt_table one language pair at a time, each with its own metrics."""
+    return [r for lp in sorted(names) for r in wmt_table(scored.filter(pc.equal(scored["lp"], lp)), names[lp], **kw)]
 
 
 def wmt22(data: Path, opts) -> tuple[str, list]:
@@ -139,7 +144,7 @@ def da(data: Path, opts, year: int) -> tuple[str, list]:
         t = t.append_column("system", pa.array(["mt"] * t.num_rows))
     scored, names = _by_lp(t, opts)
     return (f"WMT{year} DAseg (no grouping, no system level)",
-            wmt_table(scored, names, human="human_score", average_by="none", k=opts.k, seed=opts.seed, system=False))
+            _per_lp(scored, names, human="human_score", average_by="none", k=opts.k, seed=opts.seed, system=False))
 
 
 def wmt12(data: Path, opts) -> tuple[str, list]:
@@ -147,12 +152,13 @@ def wmt12(data: Path, opts) -> tuple[str, list]:
     from kbest_bleu.research.judged import system_table
     from kbest_bleu.research.metaeval import _lookup
     seg = pq.read_table(data / "wmt12_segments.parquet")
-    scored, names = _by_lp(seg, opts)
+    scored, by_lp = _by_lp(seg, opts)
     judg = pq.read_table(data / "wmt12_rank_judgments.parquet")
     rr = pq.read_table(data / "wmt12_rr_pairs.parquet")
-    sys_t = system_table(scored, names, pairs=rr)
     rows = []
     for lp in sorted(set(judg["lp"].to_pylist())):
+        names = by_lp[lp]
+        sys_t = system_table(scored.filter(pc.equal(scored["lp"], lp)), names, pairs=rr)
         j = judg.filter(pc.equal(judg["lp"], lp))
         n = j.num_rows
         width = 5
@@ -179,7 +185,7 @@ def wmt13(data: Path, opts) -> tuple[str, list]:
     seg = pq.read_table(data / "wmt13_segments.parquet")
     scored, names = _by_lp(seg.filter(pc.is_in(seg["lp"], pa.array(lps))), opts)
     return ("WMT13 pairwise preferences (grouped per segment; system: wins / (wins + losses))",
-            wmt_table(scored, names, pairs=pairs, k=opts.k, system_k=opts.system_k, seed=opts.seed))
+            _per_lp(scored, names, pairs=pairs, k=opts.k, system_k=opts.system_k, seed=opts.seed))
 
 
 def summary(blocks: list) -> str:

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 import pyarrow.compute as pc
 
-from kbest_bleu._kernel_codes import REF_CLOSEST
+from kbest_bleu.counting.codes import REF_CLOSEST
 from kbest_bleu.encode import list_offsets
 from kbest_bleu.stats import text_kernel_stats
 from kbest_bleu.tokenize import prepare
-from kbest_bleu import _aot
+from kbest_bleu.counting import aot as _aot
 from kbest_bleu.batch.warmup import warm_up
 from kbest_bleu.cli import SAMPLE, main
 
@@ -124,7 +124,7 @@ def _counts(hyps: pa.Array, refs: pa.Array, ptr: np.ndarray, tok: str, threads: 
 def test_arguments_of_other_types_go_to_numbas_kernel(compiled):
     """An export runs only for the argument types it was compiled for: int32 offsets (no export)
     take numba's kernel, with its result."""
-    from kbest_bleu import _counting
+    from kbest_bleu.counting import _kernels as _counting
     data = np.frombuffer(b"abab", np.uint8)
     args = (data, np.array([0, 2, 4], np.int32), np.array([0, 1, 2], np.int32), np.array([0, 0], np.int64))
     assert np.array_equal(compiled._rows_equal_owner(*args), _counting._rows_equal_owner(*args))

@@ -1,5 +1,5 @@
-"""The numpy <-> Arrow conversions of kbest_bleu._arrow against pyarrow's own (which import pandas),
-kbest_bleu._compute against pyarrow.compute, and the fixed costs they exist for (issue 18)."""
+"""The numpy <-> Arrow conversions of kbest_bleu.arrays against pyarrow's own (which import pandas),
+kbest_bleu.arrow_compute against pyarrow.compute, and the fixed costs they exist for (issue 18)."""
 
 import subprocess
 import sys
@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from kbest_bleu import _compute
-from kbest_bleu._arrow import from_numpy, from_strings, one_array, to_numpy
+from kbest_bleu import arrow_compute as _compute
+from kbest_bleu.arrays import from_numpy, from_strings, one_array, to_numpy
 from kbest_bleu.tokenize import _PY_SPACE, _char_class, _lower_mismatch_class, _lowered_by_python
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float32,

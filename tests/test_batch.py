@@ -12,7 +12,7 @@ import pytest
 import sacrebleu
 
 import kbest_bleu as kb
-from kbest_bleu.batch.output import TEMP_MARK
+from kbest_bleu.files.output import TEMP_MARK
 from kbest_bleu.batch import Columns, ReferenceTable, score_batches, score_parquet, score_table
 from kbest_bleu.cli import main
 
@@ -117,7 +117,7 @@ def test_summary_one_best_and_oracle():
 
 
 def test_cli_runs_on_bundled_sample():
-    out = subprocess.run([sys.executable, "-m", "kbest_bleu.cli", "score", "--quiet"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "kbest_bleu", "score", "--quiet"], capture_output=True,
                          text=True, check=True)
     assert "rows 5,000  segments 50" in out.stdout and "oracle corpus BLEU" in out.stdout
 
@@ -537,7 +537,7 @@ def test_chunk_preparation_launches_no_parallel_kernel(monkeypatch):
     for every tokenizer, is serial."""
     import kbest_bleu.encode as encode
     import kbest_bleu.tokenize as tokenize
-    from kbest_bleu._kernel_codes import kernels
+    from kbest_bleu.counting import kernels
 
     called = set()
 

@@ -81,7 +81,8 @@ def test_unknown_option_is_a_usage_error_exit_2(command, capsys):
 
 def test_a_bad_option_value_names_the_command_in_one_paragraph(capsys):
     for argv, said in ((["score", "-t", "bogus"], "kbest-bleu score: error: argument -t/-tok/--tokenize: invalid choice"),
-                       (["score", "--threads", "abc"], "kbest-bleu score: error: argument --threads: invalid int")):
+                       (["score", "--threads", "abc"], "kbest-bleu score: error: argument --threads: expected a number of "
+                                                       "threads from 1 to 4096, found 'abc'")):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         err = capsys.readouterr().err

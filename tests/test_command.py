@@ -102,7 +102,7 @@ def _settings(code: str, env: dict | None = None, unset: tuple = ("NUMBA_THREADI
 SCORE = ("import os, sys\nfrom kbest_bleu.cli import main\n"
          f"main(['score', {str(SAMPLE)!r}, '-t', 'none', '-q', '--engine', 'kernels'])\n")
 # a compile (one small kernel, with an empty numba cache), then what numba's probe found
-COMPILE = ("from kbest_bleu._kernel_codes import kernels\nkernels()._table_capacity(5)\n"
+COMPILE = ("from kbest_bleu.counting import kernels\nkernels()._table_capacity(5)\n"
            "import numba.np.arraymath as am\nprint(am._HAVE_BLAS, 'scipy.linalg' in sys.modules)\n")
 PROCESS = "from kbest_bleu.program import _command_process\n_command_process()\n"
 
@@ -217,7 +217,7 @@ GC_STATE = "import gc\nprint(gc.isenabled(), gc.get_freeze_count() > 0)\n"
 
 # records, at the collector's first resume, how many times it has run and whether the job's
 # first batch has been scored yet (its kernels imported numba)
-FIRST_RESUME = ("import gc, sys\nimport kbest_bleu._collector as collector\nruns, seen = [], []\n"
+FIRST_RESUME = ("import gc, sys\nimport kbest_bleu.collector as collector\nruns, seen = [], []\n"
                 "gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(1))\n"
                 "resume = collector.resume\n"
                 "def first_resume():\n    if not seen:\n        seen.append(1)\n"
@@ -240,7 +240,7 @@ def test_other_commands_and_compiles_run_with_the_collector():
     compiler leaves cycles behind); a library caller's collector is never paused or frozen."""
     corpus = f"from kbest_bleu.cli import main\nmain(['corpus', {str(SAMPLE)!r}, '-t', 'none', '--json'])\n"
     assert _settings(PROCESS + corpus + GC_STATE)[-2:] == ["True", "True"]
-    compile_ = PROCESS + "from kbest_bleu._kernel_codes import before_compile\nbefore_compile()\n" + GC_STATE
+    compile_ = PROCESS + "from kbest_bleu.jit import before_compile\nbefore_compile()\n" + GC_STATE
     assert _settings(compile_)[-2:] == ["True", "True"]
     assert _settings(SCORE + GC_STATE)[-2:] == ["True", "False"]
 

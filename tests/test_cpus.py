@@ -1,4 +1,4 @@
-"""The CPUs a process can use (kbest_bleu._cpus): cgroup CPU quotas read from a fake /proc and
+"""The CPUs a process can use (kbest_bleu.counting.threads): cgroup CPU quotas read from a fake /proc and
 cgroup file system, and from a real cgroup where this machine lets the tests make one."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbest_bleu import _cpus
+from kbest_bleu.counting import threads as _cpus
 
 CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
 
@@ -171,3 +171,18 @@ def test_the_program_sizes_numba_and_arrow_to_a_real_cgroup_quota(tmp_path):
     assert inside == ["1", "1"]
     assert int(outside[0]) == int(outside[1]) == (_cpus.quota_cpus() or _cpus.affinity_cpus())
     assert told[0] == "2"  # the user's setting stands
+
+
+def test_set_threads_before_numba_changes_no_environment_variable_and_applies_once():
+    """A library caller's set_threads before numba is imported leaves os.environ alone; the count
+    takes effect when the kernels load, and a later numba.set_num_threads of the caller stands."""
+    code = ("import os\nfrom kbest_bleu.counting.threads import set_threads, thread_count\n"
+            "before = dict(os.environ)\nset_threads(1)\nprint(dict(os.environ) == before, thread_count())\n"
+            "from kbest_bleu.counting import kernels\nkernels()\nimport numba\nprint(numba.get_num_threads())\n"
+            "numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))\nkernels()\n"
+            "print(numba.get_num_threads() == min(2, numba.config.NUMBA_NUM_THREADS))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_NUM_THREADS", "KBEST_BLEU_AOT")}
+    env["KBEST_BLEU_AOT"] = "0"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "1", "1", "True"]

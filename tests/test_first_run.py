@@ -30,10 +30,10 @@ event.register("numba:compile", Count())
 
 # a job above the numpy engine's size limit (lowered to 1 byte), reporting which engine counted
 MID_SIZE = """
-import kbest_bleu.stats as stats
+import kbest_bleu.settings as settings
 import kbest_bleu.batch.parquet as parquet
-import kbest_bleu._numpy_counting as numpy_counting
-stats.NUMPY_ENGINE_BYTES = parquet.NUMPY_ENGINE_BYTES = 1
+import kbest_bleu.counting.numpy_engine as numpy_counting
+settings.NUMPY_ENGINE_BYTES = parquet.NUMPY_ENGINE_BYTES = 1
 used = []
 text_stats = numpy_counting.text_stats
 numpy_counting.text_stats = lambda *args: used.append(1) or text_stats(*args)
@@ -43,23 +43,77 @@ print(compiled, "numpy" if used else "kernels")
 """
 
 
-def test_a_cache_miss_is_announced_once_on_the_kbest_bleu_logger(monkeypatch, caplog):
-    from numba.core import caching
+def _kernel_cache(module: str, path: str):
+    """The package's cache class (kbest_bleu.jit) without its __init__, for a kernel of ``module``,
+    finding nothing on disk."""
+    from kbest_bleu import jit
 
-    from kbest_bleu import _numba_cache
-    monkeypatch.setattr(_numba_cache, "_announced", [])
-    cache = object.__new__(caching.FunctionCache)
-    cache._cache_path = "/some/cache/dir"
+    cache = object.__new__(jit._cache_class())
+    cache._cache_path = path
+    cache._py_func = type("F", (), {"__module__": module})()
     cache._load_overload = lambda *_: None  # not in the cache
+    return cache
 
-    class Context:
-        def refresh(self):
-            pass
+
+def test_a_cache_miss_is_announced_once_per_area_on_the_kbest_bleu_logger(monkeypatch, caplog):
+    from numba.core.registry import cpu_target
+
+    from kbest_bleu import jit
+    monkeypatch.setattr(jit, "_announced", set())
+    meteor = _kernel_cache("kbest_bleu.metrics.meteor._align", "/some/cache/dir")
+    counting = _kernel_cache("kbest_bleu.counting._kernels", "/other/dir")
     with caplog.at_level(logging.INFO, logger="kbest_bleu"):
-        assert cache.load_overload(None, Context()) is None
-        assert cache.load_overload(None, Context()) is None
+        for cache in (meteor, meteor, counting, counting):
+            assert cache.load_overload(None, cpu_target.target_context) is None
     said = [r.getMessage() for r in caplog.records if r.name == "kbest_bleu"]
-    assert len(said) == 1 and "/some/cache/dir" in said[0] and "kbest-bleu warmup" in said[0]
+    assert len(said) == 2, said
+    assert "metrics.meteor" in said[0] and "/some/cache/dir" in said[0] and "kbest-bleu warmup" in said[0]
+    assert "counting" in said[1] and "/other/dir" in said[1]
+
+
+def test_importing_the_kernels_changes_nothing_else_in_the_process(tmp_path):
+    """The package's cache and its announcements are its kernels' alone: a caller's own
+    ``@njit(cache=True)`` function keeps numba's cache class and is never announced as ours, and
+    no environment variable is set (OMP_WAIT_POLICY was, once)."""
+    (tmp_path / "mine.py").write_text("from numba import njit\n@njit(cache=True)\ndef mine(x):\n    return x + 1\n")
+    code = (f"import os, sys, logging\nsys.path.insert(0, {str(tmp_path)!r})\n"
+            "logging.basicConfig(level=logging.INFO)\nbefore = dict(os.environ)\n"
+            "import kbest_bleu as kb\nfrom kbest_bleu.counting import _kernels\n"
+            "kb.score_kbest(['a b', 'a c'], [['a b c']], [0, 0], tokenize='none')\n"
+            "from mine import mine\nprint(mine(1), type(mine._cache).__name__, type(_kernels._ngram_stats._cache).__name__)\n"
+            "print(sorted(set(os.environ.items()) ^ set(before.items())))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.split("\n")
+    assert lines[0] == "2 FunctionCache KernelCache"
+    assert lines[1] == "[]"
+    assert "compiling the counting kernels" in out.stderr and "mine" not in out.stderr
+
+
+def test_a_kernel_is_recompiled_when_a_sibling_module_changes(tmp_path):
+    """A kernel's cache entry is keyed by the contents of every module of its folder: a callee in
+    a sibling module that changes makes the caller compile again (numba alone keys by the caller's
+    file and would serve the stale caller)."""
+    pkg = tmp_path / "kbest_bleu_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "callee.py").write_text("from kbest_bleu.jit import njit\n@njit()\ndef f(x):\n    return x + 1\n")
+    (pkg / "caller.py").write_text("from kbest_bleu.jit import njit\nfrom .callee import f\n"
+                                   "@njit()\ndef g(x):\n    return f(x) * 10\n")
+    code = (f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nfrom kbest_bleu_probe.caller import g\n"
+            "print(g(1), len(g.stats.cache_hits))")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+    assert run() == ["20", "0"]
+    assert run() == ["20", "1"]  # loaded from the cache
+    (pkg / "callee.py").write_text("from kbest_bleu.jit import njit\n@njit()\ndef f(x):\n    return x + 2\n")
+    assert run() == ["30", "0"]  # the callee changed: compiled again, not the stale 20
 
 
 @pytest.mark.exhaustive
@@ -81,12 +135,12 @@ assert main(["score", {str(SAMPLE)!r}, "-o", {str(tmp_path / "a.parquet")!r}]) =
 print(compiled)
 """)
     assert small.stdout.strip().splitlines()[-1] == "[]"  # the numpy engine: nothing to compile
-    assert "compiling the scoring kernels" not in small.stderr
+    assert "compiling the counting kernels" not in small.stderr
     mid = run("-c", COUNTING + MID_SIZE.format(sample=str(SAMPLE), out=str(tmp_path / "m.parquet")))
     assert mid.stdout.strip().splitlines()[-1] == "[] numpy"  # not compiled yet: numpy engine, no compile
     assert "not compiled yet (a first run): this job runs on the numpy engine" in mid.stderr
     job = run("-m", "kbest_bleu", "score", str(SAMPLE), "-o", str(tmp_path / "a.parquet"), "--engine", "kernels")
-    assert "compiling the scoring kernels for this machine" in job.stderr
+    assert "compiling the counting kernels for this machine" in job.stderr
     # warmup on a fresh cache: the kernels job above compiled its own kernels, which warmup must
     # compile for the jobs below by itself (a parquet file's read-only buffers once needed more)
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "warmed")
@@ -105,7 +159,7 @@ print(compiled)
 """
     jobs = run("-c", code)
     assert jobs.stdout.strip().splitlines()[-1] == "[]"
-    assert "compiling the scoring kernels" not in jobs.stderr
+    assert "compiling the counting kernels" not in jobs.stderr
     mid = run("-c", COUNTING + MID_SIZE.format(sample=str(SAMPLE), out=str(tmp_path / "m.parquet")))
     assert mid.stdout.strip().splitlines()[-1] == "[] kernels"  # compiled now: the same job takes the kernels
 

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sacrebleu.metrics import BLEU
 
-from kbest_bleu.batch import parquet
+from kbest_bleu import settings
 from kbest_bleu.batch.parquet import _bounded, _read_batches, _text_bytes, score_parquet
-from kbest_bleu.batch.references import Columns
+from kbest_bleu.files.references import Columns
 from kbest_bleu.cli import main
 from kbest_bleu.config import BleuConfig
 from kbest_bleu.errors import InputError
@@ -72,7 +72,7 @@ def test_tiny_batch_bytes_scores_equal_sacrebleu(tmp_path):
 
 
 def test_a_row_over_max_row_bytes_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(parquet, "MAX_ROW_BYTES", 100)
+    monkeypatch.setattr(settings, "MAX_ROW_BYTES", 100)
     refs_bytes = len("ref 1 a b") + len("other 1")  # the row's references count too
     hyps = ["a b"] * 4 + ["x" * (100 - refs_bytes)] + ["a"]  # row 4: exactly at the limit, accepted
     score_parquet(_kbest(tmp_path, hyps), None)
@@ -82,7 +82,7 @@ def test_a_row_over_max_row_bytes_is_refused(tmp_path, monkeypatch):
 
 
 def test_the_default_limit_refuses_a_huge_row_before_scoring(tmp_path):
-    hyps = ["a b", "c " * (parquet.MAX_ROW_BYTES // 2)]
+    hyps = ["a b", "c " * (settings.MAX_ROW_BYTES // 2)]
     with pytest.raises(InputError, match=r"row 1 holds .* bytes.*split such a text"):
         score_parquet(_kbest(tmp_path, hyps), None, BleuConfig(tokenize="char"))
 

@@ -101,7 +101,7 @@ def test_judged_needs_its_key_columns_before_any_work(tmp_path, capsys):
 
 
 def test_data_directory_from_the_current_directory_then_beside_the_checkout(tmp_path, monkeypatch):
-    from kbest_bleu import _shared_data
+    from kbest_bleu.research import data as _shared_data
     monkeypatch.delenv("KBEST_BLEU_DATA", raising=False)
     (tmp_path / "shared" / "data").mkdir(parents=True)
     (tmp_path / "work").mkdir()

@@ -17,8 +17,8 @@ from test_tokenize import text as fuzzed_text
 from sacrebleu.metrics import BLEU
 
 import kbest_bleu as kb
-from kbest_bleu import _numpy_counting
-from kbest_bleu._kernel_codes import RULES_NONE
+from kbest_bleu.counting import numpy_engine as _numpy_counting
+from kbest_bleu.counting.codes import RULES_NONE
 from kbest_bleu.tokenize import _PY_SPACE
 from kbest_bleu.batch import score_parquet
 from kbest_bleu.config import REF_LENGTH_POLICIES
@@ -102,11 +102,11 @@ def test_small_jobs_choose_the_numpy_engine_and_load_no_numba(tmp_path):
     start-up cost, nothing to compile on a first run); tiny thresholds send it to the kernels,
     which then hold a compiled text kernel."""
     def job(threshold):
-        code = ("import sys, kbest_bleu.stats as s\n"
+        code = ("import sys, kbest_bleu.settings as s\n"
                 f"s.NUMPY_ENGINE_BYTES = s.COLD_NUMPY_ENGINE_BYTES = {threshold}\n"
                 "from kbest_bleu.cli import main\n"
                 f"assert main(['score', {str(SAMPLE)!r}, '-o', {str(tmp_path / 'o.parquet')!r}, '-q']) == 0\n"
-                "counting = sys.modules.get('kbest_bleu._counting')\n"
+                "counting = sys.modules.get('kbest_bleu.counting._kernels')\n"
                 "print('numba' in sys.modules and bool(counting._text_run_stats.signatures))")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr

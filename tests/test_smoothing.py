@@ -157,3 +157,24 @@ def test_smoothing6_variant_validated_and_signed():
     assert "smooth:6(alpha=5)|" in kb.BleuConfig(smoothing=6).signature()
     assert "smooth:6(alpha=5,from-bigram)|" in kb.BleuConfig(smoothing=6, smoothing6_variant="from-bigram").signature()
     assert "smooth:floor(eps=0.1)|" in kb.BleuConfig(smoothing=1, smoothing6_variant="floor").signature()
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), method=st.sampled_from([0, 1, 2, 3]), effective=st.booleans())
+def test_the_single_call_scorer_equals_the_vectorized_one_bit_for_bit(data, method, effective):
+    """smoothing.sacrebleu_sentence_one (SentenceScorer's scalar path) gives sacrebleu_bleu's
+    float exactly, or None where the product of precisions underflows."""
+    from kbest_bleu.smoothing import sacrebleu_bleu, sacrebleu_sentence_one
+    n = 4
+    c = data.draw(st.integers(0, 30))
+    totals = [max(0, c - k) for k in range(n)]
+    matches = [data.draw(st.integers(0, t)) for t in totals]
+    r = data.draw(st.integers(0, 30))
+    cfg = kb.BleuConfig(smoothing=method, effective_order=effective)
+    m = np.array([matches + [0]], np.int64)
+    t = np.array([totals + [0]], np.int64)
+    want = float(sacrebleu_bleu(m.astype(float), t.astype(float), np.array([c], float), np.array([r], float), cfg,
+                                cfg.effective("sentence"))[0][0])
+    v = np.array(matches + [0] + totals + [0] + [c, r], np.int64)
+    got = sacrebleu_sentence_one(v, cfg)
+    assert got is None or got == want

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import kbest_bleu as kb
-from kbest_bleu.batch.output import TEMP_MARK
+from kbest_bleu.files.output import TEMP_MARK
 from kbest_bleu.batch import Columns, score_table
 
 
@@ -93,7 +93,7 @@ def test_score_dataframe_counts_on_the_tasks_cpus(spark, pooled):
     core (2 here: local[2] runs two tasks at once, which would run 2 x 2 threads on 2 cores).
     Called outside a task, the setting changes nothing."""
     from kbest_bleu.batch.spark import _task_threads, score_dataframe
-    from kbest_bleu.stats import thread_count
+    from kbest_bleu.counting.threads import thread_count
 
     class ThreadProbe:  # a Metric (kbest_bleu.metrics.base) whose column is the thread count
         name = "threads_seen"
@@ -108,7 +108,7 @@ def test_score_dataframe_counts_on_the_tasks_cpus(spark, pooled):
             return "threads-probe"
 
         def score_segments(self, hypotheses, references, seg_ptr, table, with_stats):
-            from kbest_bleu.stats import thread_count
+            from kbest_bleu.counting.threads import thread_count
             return [pa.array([thread_count()] * len(hypotheses), pa.int64())]
 
     path, t = pooled

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from reference import stats as ref_stats
 
 import kbest_bleu as kb
-from kbest_bleu import _counting as kernels
+from kbest_bleu.counting import _kernels as kernels
+from kbest_bleu.counting import codes
 from kbest_bleu.encode import encode
 from kbest_bleu.stats import text_kernel_stats
 
@@ -68,12 +69,12 @@ def test_thread_runs_and_sliced_inputs_do_not_change_statistics(segments, n_thre
     sliced = pa.array(["x y"] * skip + hyps)[skip:]
     flat_refs = pa.array(["x"] * skip + [r for rs in refs for r in rs])[skip:]
     ref_ptr = np.r_[0, np.cumsum([len(rs) for _, rs in segments])].astype(np.int64)
-    m, t, c, r = text_kernel_stats(sliced, flat_refs, seg_ptr, ref_ptr, 5, kernels.REF_CLOSEST, kernels.RULES_NONE,
+    m, t, c, r = text_kernel_stats(sliced, flat_refs, seg_ptr, ref_ptr, 5, codes.REF_CLOSEST, codes.RULES_NONE,
                                    n_threads)
     _assert_equals_reference(kb.BleuStats(m, t, c, r), segments, 4, "closest")
     enc = encode(sliced, pa.array(refs, pa.list_(pa.string())), seg_ptr, "none")
     m, t, c, r = kernels._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
-                                      enc.seg_ref_ptr, 5, kernels.REF_CLOSEST, n_threads)
+                                      enc.seg_ref_ptr, 5, codes.REF_CLOSEST, n_threads)
     _assert_equals_reference(kb.BleuStats(m, t, c, r), segments, 4, "closest")
 
 

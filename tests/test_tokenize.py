@@ -268,3 +268,17 @@ def test_cli_spm_model_option_scores_like_sacrebleu(spm_model, tmp_path, monkeyp
     want = bleu.corpus_score(texts[1:60], [texts[:59]])
     assert got["score"] == round(want.score, 4) and got["tok"] == "flores200"
     assert main(["corpus", str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"), "--spm-model", "x"]) == 2
+
+
+@given(text=st.text(st.characters(codec="utf-8"), max_size=40), tok=st.sampled_from(["none", "13a", "char", "intl", "zh"]),
+       lower=st.booleans())
+def test_prepare_one_equals_the_column_preparation(text, tok, lower):
+    """The single-call preparation (Python's str methods for none/13a/char) equals prepare() on a
+    one-row column, for any string (char: up to the trailing space the column's rewrite leaves,
+    which no split keeps)."""
+    from kbest_bleu.tokenize import prepare, prepare_one
+    one, column = prepare_one(text, tok, lower), prepare(pa.array([text], pa.string()), tok, lower)[0][0].as_py()
+    if tok == "char":
+        assert one.split() == column.split()
+    else:
+        assert one == column

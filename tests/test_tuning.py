@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import kbest_bleu as kb
-from kbest_bleu.interop.nbest import dense_features
+from kbest_bleu.files.nbest import dense_features
 from kbest_bleu.tuning import (
     KbestLists,
     background_bleu,

@@ -15,26 +15,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import _compute as pc
-from .._arrow import to_numpy
+from .. import arrow_compute as pc
+from .. import settings
+from ..arrays import to_numpy
 from ..config import BleuConfig
+from ..counting import numpy_engine_suits
+from ..counting.threads import thread_count
 from ..encode import check_segment_keys, check_utf8
 from ..errors import InputError
+from ..files.output import atomic_output, check_output, register_input
+from ..files.references import Columns, ReferenceTable, require_columns
 from ..metrics.base import Metric
-from ..stats import NUMPY_ENGINE_BYTES, numpy_engine_suits, thread_count
-from .output import atomic_output, check_output
-from .references import Columns, ReferenceTable, require_columns
 from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
 
-__all__ = ["BATCH_BYTES", "MAX_ROW_BYTES", "Progress", "check_schema", "read_parquet_table", "score_parquet"]
+__all__ = ["Progress", "check_schema", "read_parquet_table", "score_parquet"]
 
 # Scoring memory follows the text scored, not the row count: tokenizing and counting take
 # ~100-300 bytes per input byte (most with -t char, one token per character). A batch holds at
 # most BATCH_BYTES of hypothesis text (rows capped by bytes); a longer segment is still scored
 # whole (a segment is never split). A row whose hypothesis and references together pass
-# MAX_ROW_BYTES is refused: at -t char it alone would take gigabytes.
-BATCH_BYTES = 16 << 20
-MAX_ROW_BYTES = 4 << 20
+# MAX_ROW_BYTES is refused: at -t char it alone would take gigabytes (both in kbest_bleu.settings).
 
 
 class Progress:
@@ -64,6 +64,7 @@ def _open_parquet(path: Path, dictionary_column: Optional[str] = None) -> tuple[
     dictionary-encoded when it is a list of strings: references repeat on every row of a
     segment, so decoding each distinct string once is several times faster, and their equality
     check compares indices."""
+    register_input(path)  # never an output of the running command (files.output)
     try:
         pf = pq.ParquetFile(path)
         schema = pf.schema_arrow
@@ -86,8 +87,9 @@ def _open_parquet(path: Path, dictionary_column: Optional[str] = None) -> tuple[
 def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.PathLike]", config: Optional[BleuConfig] = None, *,
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
                   smoothings: Sequence = (), metrics: Sequence[Metric] = (), batch_size: int = 65536,
-                  batch_bytes: int = BATCH_BYTES, quiet: bool = True, compression: str = "zstd",
-                  on_batch: Optional[Callable[[int], None]] = None, engine: Optional[str] = None) -> Summary:
+                  batch_bytes: Optional[int] = None, quiet: bool = True, compression: str = "zstd",
+                  on_batch: Optional[Callable[[int], None]] = None, engine: Optional[str] = None,
+                  bleu: bool = True) -> Summary:
     """Score a parquet K-best file into a new parquet file, streaming batch by batch; the output
     columns are those of :func:`score_batches`.
 
@@ -99,11 +101,12 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     scores without writing (the summary only). ``compression``: parquet codec (zstd, snappy,
     lz4, none). Memory is bounded by bytes: a batch holds at most ``batch_size`` rows and at most
     ``batch_bytes`` bytes of hypothesis text (a segment longer than that is still scored whole);
-    a row with more than :data:`MAX_ROW_BYTES` of hypothesis and reference text is refused.
+    a row with more than :data:`~kbest_bleu.settings.MAX_ROW_BYTES` of hypothesis and reference text is refused.
     ``engine``: "kernels" (numba), "numpy" (no numba: for small jobs, the same numbers), or None
     to choose from the text bytes the file's metadata declares and whether the kernels are
     compiled yet (:func:`~kbest_bleu.stats.numpy_engine_suits`; never with ``metrics``, which use
-    kernels).
+    kernels). ``bleu=False``: only the columns of ``metrics`` (``--metric meteor``), no BLEU counted.
+    The summary's ``seconds``: wall time from the input opened to the output closed.
     """
     cfg = config or BleuConfig()
     if engine not in (None, "kernels", "numpy"):
@@ -111,6 +114,7 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     src = Path(in_path)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"batch size: expected a positive number of rows, found {batch_size!r}")
+    batch_bytes = settings.BATCH_BYTES if batch_bytes is None else batch_bytes
     if isinstance(batch_bytes, bool) or not isinstance(batch_bytes, int) or batch_bytes < 1:
         raise InputError(f"batch bytes: expected a positive number of bytes, found {batch_bytes!r}")
     if compression not in COMPRESSIONS:
@@ -124,27 +128,27 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
         n_bytes = _text_bytes_declared(pf, columns, references is None)
         numpy = not metrics and numpy_engine_suits([c for _, c in score_columns(cfg, smoothings)], n_bytes)
         engine = "numpy" if numpy else "kernels"
-        if numpy and n_bytes >= NUMPY_ENGINE_BYTES:
+        if numpy and n_bytes >= settings.NUMPY_ENGINE_BYTES:
             logging.getLogger("kbest_bleu").info(
                 "the scoring kernels are not compiled yet (a first run): this job runs on the numpy engine "
                 "instead of compiling for ~12 s; 'kbest-bleu warmup' compiles them once, for faster big jobs")
-    tally = Tally(cfg)
+    tally = Tally(cfg, bleu=bleu)
     t0 = time.perf_counter()
     if out_path is None:
         with open(os.devnull, "wb") as sink:
             _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics,
-                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src, engine)
+                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src, engine, bleu)
     else:
         with atomic_output(out_path, [src]) as tmp, open(tmp, "wb") as sink:
             _write_scores(pf, declared, sink, cfg, columns, references, stats, smoothings, metrics,
-                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src, engine)
+                          (batch_size, batch_bytes), quiet, compression, on_batch, tally, src, engine, bleu)
     return tally.summary(time.perf_counter() - t0)
 
 
 def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuConfig, columns: Columns,
                   references: Optional[ReferenceTable], stats: bool, smoothings: Sequence, metrics: Sequence[Metric],
                   batch_limits: tuple, quiet: bool, compression: str, on_batch: Optional[Callable[[int], None]],
-                  tally: Tally, src: Path, engine: str) -> None:
+                  tally: Tally, src: Path, engine: str, bleu: bool = True) -> None:
     """The streaming loop of :func:`score_parquet`: read, score and write each batch.
     ``batch_limits``: (rows, bytes) per batch."""
     progress = Progress(pf.metadata.num_rows, quiet)
@@ -152,7 +156,7 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
     # Dictionary-read references can be written as they are when parquet's own types
     # give the declared schema back without a stored Arrow schema (no decoding, and no
     # re-encoding by the writer); otherwise they are cast back to the declared type.
-    out_schema = output_schema(declared, cfg, stats, smoothings, metrics)
+    out_schema = output_schema(declared, cfg, stats, smoothings, metrics, bleu)
     direct = pf.schema_arrow != declared and _parquet_types_suffice(out_schema)
     try:
         scored = [columns.hypothesis] + ([columns.references] if references is None else [])
@@ -171,7 +175,7 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
             for out in score_batches(batches, cfg, columns=columns, references=references, stats=stats,
                                      smoothings=smoothings, metrics=metrics, tally=tally, source=str(src),
                                      schema=None if direct else declared, engine=engine,
-                                     ahead=reader if overlap else None):
+                                     ahead=reader if overlap else None, bleu=bleu):
                 if writer is None:
                     writer = _writer(sink, out.schema, compression, store_schema=not direct, free_text=scored)
                 if written is not None:
@@ -249,12 +253,13 @@ def _checked(batches: Iterator[pa.RecordBatch], columns: Columns, path: Path,
         row0 += batch.num_rows
 
 
-def _read_batches(pf: pq.ParquetFile, batch_size: int, batch_bytes: int = BATCH_BYTES) -> Iterator[pa.RecordBatch]:
+def _read_batches(pf: pq.ParquetFile, batch_size: int, batch_bytes: Optional[int] = None) -> Iterator[pa.RecordBatch]:
     """Record batches of about ``batch_size`` rows, read one row group at a time: Arrow cannot
     read a dictionary-encoded nested column across two row groups' dictionaries into one
     batch. Batches of small row groups are joined here (concatenation unifies dictionaries).
     Rows per read are also capped by the row group's uncompressed bytes per row, so that long
     rows arrive in batches of about ``batch_bytes`` (:func:`_bounded` enforces it exactly)."""
+    batch_bytes = settings.BATCH_BYTES if batch_bytes is None else batch_bytes
     held: list = []
     rows = 0
     for group in range(pf.metadata.num_row_groups):
@@ -274,15 +279,15 @@ def _read_batches(pf: pq.ParquetFile, batch_size: int, batch_bytes: int = BATCH_
 def _bounded(batches: Iterator[pa.RecordBatch], columns: Columns, with_references: bool, batch_bytes: int,
              path: Path) -> Iterator[pa.RecordBatch]:
     """Each batch cut into slices of at most ``batch_bytes`` bytes of hypothesis text (at least one
-    row each); a row whose hypothesis and references pass :data:`MAX_ROW_BYTES` raises InputError."""
+    row each); a row whose hypothesis and references pass :data:`~kbest_bleu.settings.MAX_ROW_BYTES` raises InputError."""
     row0 = 0
     for batch in batches:
         hyp = _text_bytes(batch.column(columns.hypothesis))
         size = hyp + _text_bytes(batch.column(columns.references)) if with_references else hyp
-        if size.size and size.max() > MAX_ROW_BYTES:
+        if size.size and size.max() > settings.MAX_ROW_BYTES:
             i = int(size.argmax())
             raise InputError(f"{path}: row {row0 + i} holds {size[i]:,} bytes of hypothesis and reference text; "
-                             f"expected at most {MAX_ROW_BYTES:,} (MAX_ROW_BYTES: scoring one row takes ~100-300 "
+                             f"expected at most {settings.MAX_ROW_BYTES:,} (MAX_ROW_BYTES: scoring one row takes ~100-300 "
                              "bytes of memory per byte of text); split such a text into sentences or documents")
         if hyp.sum() <= batch_bytes:
             yield batch
@@ -320,7 +325,7 @@ def _text_bytes(col: pa.Array) -> np.ndarray:
 
 def _nulls_as_zero(integers: pa.Array) -> np.ndarray:
     """int64[n] of an Arrow integer array, nulls as 0 (``fill_null(0)`` makes a ``pa.scalar``,
-    which imports pandas: see :mod:`kbest_bleu._arrow`)."""
+    which imports pandas: see :mod:`kbest_bleu.arrays`)."""
     if integers.null_count == 0:
         return to_numpy(integers).astype(np.int64)
     return np.nan_to_num(to_numpy(integers), nan=0.0).astype(np.int64)

@@ -28,13 +28,14 @@ from typing import Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import to_numpy
+from ..arrays import to_numpy
 from ..bleu import sentence_scores
 from ..config import BleuConfig
+from ..counting.threads import set_threads
 from ..errors import InputError, install_extra
-from ..stats import ngram_stats, segment_argmax, set_threads
-from .output import atomic_output, check_output
-from .references import Columns
+from ..files.output import atomic_output, check_output
+from ..files.references import Columns
+from ..stats import ngram_stats, segment_argmax
 from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
 
 __all__ = ["META_FILE", "score_dataframe", "score_parquet_spark", "segment_summary"]

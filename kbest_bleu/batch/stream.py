@@ -9,111 +9,39 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from .. import _compute as pc
-from .._arrow import from_numpy, one_array, to_numpy
-from ..bleu import BleuResult, corpus_score, sentence_scores
+from .. import arrow_compute as pc
+from ..arrays import from_numpy, one_array, to_numpy
+from ..bleu import sentence_scores
 from ..config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
-from ..encode import (check_contiguous, check_segment_keys, hypotheses_array, key_labels, references_array,
-                      run_starts, segment_references)
+from ..counting.threads import set_threads, thread_count
+from ..encode import (
+    check_contiguous,
+    check_segment_keys,
+    hypotheses_array,
+    key_labels,
+    references_array,
+    run_starts,
+    segment_references,
+)
 from ..errors import InputError
+from ..files.references import META_SEGMENT, Columns, ReferenceTable, require_columns
 from ..metrics.base import Metric
-from ..stats import BleuStats, counts_in_parallel, segment_argmax, segment_counter, set_threads, thread_count
-from .references import Columns, ReferenceTable, require_columns
+from ..stats import BleuStats, counts_in_parallel, segment_counter
+from .summary import MetricSummary, Summary, Tally
 
-__all__ = ["COMPRESSIONS", "META_SEGMENT", "Summary", "Tally", "output_schema", "produced_ahead", "score_batches",
-           "score_columns", "score_table"]
+__all__ = ["COMPRESSIONS", "META_SEGMENT", "MetricSummary", "Summary", "Tally", "output_schema", "produced_ahead",
+           "score_batches", "score_columns", "score_table"]
 
 COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
 META_SIGNATURE = b"kbest_bleu.signature"
 META_OPTIONS = b"kbest_bleu.options"
 # the JSON list of the segment key columns, so that our outputs score again by path alone
-META_SEGMENT = b"kbest_bleu.segment"
-
-
-@dataclass
-class Tally:
-    """Running totals for the end-of-job summary (sums of statistics, never rows)."""
-
-    config: BleuConfig
-    rows: int = 0
-    segments: int = 0
-    bleu_sum: float = 0.0
-    one_best: Optional[BleuStats] = None
-    oracle: Optional[BleuStats] = None
-    nrefs: set = field(default_factory=set)  # distinct reference counts per segment (the signature's nrefs)
-
-    def add(self, stats: BleuStats, bleu: np.ndarray, seg_ptr: np.ndarray, model_score: Optional[np.ndarray],
-            nrefs: Optional[np.ndarray] = None) -> None:
-        """Add scored whole segments; ``nrefs``: int[segments], each segment's number of references."""
-        if nrefs is not None:
-            # not np.unique: without return_* options it imports numpy.ma (~10 ms a process, numpy 2.4)
-            self.nrefs.update(np.flatnonzero(np.bincount(nrefs)).tolist())
-        self.rows += len(bleu)
-        self.segments += len(seg_ptr) - 1
-        self.bleu_sum += float(bleu.sum())
-        first = seg_ptr[:-1] if model_score is None else segment_argmax(model_score, seg_ptr)
-        self.one_best = _accumulate(self.one_best, stats[first])
-        self.oracle = _accumulate(self.oracle, stats[segment_argmax(bleu, seg_ptr)])
-
-    def merge(self, other: "Tally") -> None:
-        """Add another job part's totals (Spark partitions, tallied apart, summed on the driver)."""
-        self.rows += other.rows
-        self.segments += other.segments
-        self.bleu_sum += other.bleu_sum
-        for name in ("one_best", "oracle"):
-            theirs = getattr(other, name)
-            if theirs is not None:
-                setattr(self, name, _accumulate(getattr(self, name), theirs))
-        self.nrefs |= other.nrefs
-
-    def summary(self, seconds: float) -> "Summary":
-        empty = BleuStats(np.zeros((1, self.config.max_order + 1), np.int64), np.zeros((1, self.config.max_order + 1),
-                          np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
-        # sacrebleu's nrefs: the count, or "var" when segments differ; unknown when nothing was added
-        nrefs = None if not self.nrefs else self.nrefs.copy().pop() if len(self.nrefs) == 1 else "var"
-        one_best = corpus_score(self.one_best or empty, self.config)
-        oracle = corpus_score(self.oracle or empty, self.config)
-        if nrefs is not None:
-            corpus_sig = self.config.signature("corpus", nrefs=nrefs)
-            one_best, oracle = (replace(r, signature=corpus_sig) for r in (one_best, oracle))
-        return Summary(self.rows, self.segments, self.bleu_sum / self.rows if self.rows else 0.0, one_best, oracle,
-                       self.config.signature("sentence", nrefs=nrefs), seconds)
-
-
-def _accumulate(total: Optional[BleuStats], part: BleuStats) -> BleuStats:
-    return part.sum() if total is None else BleuStats.concat([total, part.sum()]).sum()
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What a batch job reports at the end (0-1 scores; printed as sacrebleu-style 0-100)."""
-
-    rows: int
-    segments: int
-    mean_bleu: float
-    one_best: BleuResult
-    oracle: BleuResult
-    signature: str
-    seconds: float
-
-    def __str__(self) -> str:
-        rate = self.rows / self.seconds if self.seconds > 0 else float("inf")
-        return (f"rows {self.rows:,}  segments {self.segments:,}  time {self.seconds:.2f} s ({rate:,.0f} rows/s)\n"
-                f"mean sentence BLEU   {100 * self.mean_bleu:6.2f}\n"
-                f"1-best corpus BLEU   {100 * self.one_best.score:6.2f}  ({self.one_best.signature})\n"
-                f"oracle corpus BLEU   {100 * self.oracle.score:6.2f}\n"
-                f"sentence signature   {self.signature}")
-
-    def to_dict(self) -> dict:
-        return {"rows": self.rows, "segments": self.segments, "mean_bleu": self.mean_bleu,
-                "one_best": self.one_best.to_dict(), "oracle": self.oracle.to_dict(),
-                "signature": self.signature, "seconds": self.seconds}
 
 
 def score_columns(config: BleuConfig, smoothings: Sequence = ()) -> list[tuple[str, BleuConfig]]:
@@ -139,14 +67,15 @@ def score_columns(config: BleuConfig, smoothings: Sequence = ()) -> list[tuple[s
 
 
 def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool, smoothings: Sequence = (),
-                  metrics: Sequence[Metric] = ()) -> pa.Schema:
+                  metrics: Sequence[Metric] = (), bleu: bool = True) -> pa.Schema:
     """Input schema + ``bleu`` (+ one column per extra smoothing, see :func:`score_columns`)
     (+ statistics columns) (+ each metric's columns, :meth:`Metric.output_fields`), with signatures
     and options as metadata: ``kbest_bleu.signature`` is the signature of ``bleu``,
-    ``kbest_bleu.signature.<column>`` that of each extra BLEU column and of each metric."""
-    scored = score_columns(config, smoothings)
+    ``kbest_bleu.signature.<column>`` that of each extra BLEU column and of each metric.
+    ``bleu=False``: the metrics' columns alone (no BLEU column, statistics or signature)."""
+    scored = _bleu_columns(config, smoothings, bleu, metrics)
     fields = [pa.field(name, pa.float64()) for name, _ in scored]
-    if stats:
+    if stats and bleu:
         n = config.max_order
         fields += [pa.field(f"{kind}{i}", pa.int32()) for kind in ("m", "t") for i in range(1, n + 1)]
         fields += [pa.field("hyp_len", pa.int32()), pa.field("ref_len", pa.int32())]
@@ -159,13 +88,27 @@ def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool, smoothings
         if schema.get_field_index(f.name) >= 0:
             raise InputError(f"output column {f.name!r} already exists in the input; rename or drop it first")
     meta = dict(schema.metadata or {})
-    meta[META_SIGNATURE] = config.signature("sentence").encode()
+    if bleu:
+        meta[META_SIGNATURE] = config.signature("sentence").encode()
     for name, cfg in scored[1:]:
         meta[META_SIGNATURE + b"." + name.encode()] = cfg.signature("sentence").encode()
     for metric in metrics:
         meta[META_SIGNATURE + b"." + metric.name.encode()] = metric.signature().encode()
-    meta[META_OPTIONS] = json.dumps({k: v for k, v in config.__dict__.items()}).encode()
+    if bleu:
+        meta[META_OPTIONS] = json.dumps({k: v for k, v in config.__dict__.items()}).encode()
     return pa.schema(list(schema) + fields, metadata=meta)
+
+
+def _bleu_columns(config: BleuConfig, smoothings: Sequence, bleu: bool, metrics: Sequence[Metric]) -> list:
+    """:func:`score_columns`, or none for a job without BLEU (which must have other metrics)."""
+    if bleu:
+        return score_columns(config, smoothings)
+    if not metrics:
+        raise InputError("metrics: expected at least one metric to score, found none (BLEU left out and no other)")
+    if smoothings:
+        raise InputError(f"extra smoothings {smoothings!r}: they are BLEU columns; add bleu to the metrics "
+                         "(--metric bleu,...) or leave --also-smoothing out")
+    return []
 
 
 @dataclass
@@ -217,31 +160,47 @@ def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int,
         raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
                          "references; expected at least one per segment in a batch job (an empty string '' is a "
                          "valid, empty reference)")
-    count = segment_counter(hyps, refs, seg_ptr, *(c for _, c in scored), engine=engine)
+    # no BLEU (--metric meteor): nothing to count, the metrics score the prepared segments
+    count = segment_counter(hyps, refs, seg_ptr, *(c for _, c in scored), engine=engine) if scored else _nothing
     inputs = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
     return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, inputs, schema)
 
 
-def _score_chunk(chunk: _Chunk, stats: BleuStats, scored: list, columns: Columns, with_stats: bool,
+def _nothing() -> None:
+    return None
+
+
+def _score_chunk(chunk: _Chunk, stats: Optional[BleuStats], scored: list, columns: Columns, with_stats: bool,
                  tally: Optional[Tally], metrics: Sequence[Metric] = ()) -> pa.RecordBatch:
     """Score a prepared chunk from its statistics (``stats``) into one output batch; ``metrics``:
-    more metrics, each scoring the same segments (DESIGN.md section 6)."""
-    cfg = scored[0][1]
-    bleu = sentence_scores(stats, cfg)
+    more metrics, each scoring the same segments (DESIGN.md section 6). ``scored`` empty: no BLEU
+    (``stats`` None), the metrics' columns only."""
+    arrays = list(chunk.inputs)
+    bleu = None
+    if scored:
+        cfg = scored[0][1]
+        bleu = sentence_scores(stats, cfg)
+        arrays.append(from_numpy(bleu))
+        arrays += [from_numpy(sentence_scores(stats, c)) for _, c in scored[1:]]
+        if with_stats:
+            n_ord = cfg.max_order
+            arrays += [from_numpy(stats.matches[:, i]) for i in range(n_ord)]
+            arrays += [from_numpy(stats.totals[:, i]) for i in range(n_ord)]
+            arrays += [from_numpy(stats.hyp_len), from_numpy(stats.ref_len)]
+    metric_scores = {}
+    for metric in metrics:
+        out = metric.score_segments(chunk.hyps, chunk.refs, chunk.seg_ptr, chunk.table, with_stats)
+        if tally is not None:  # the summary's means: the metric's main column (named as the metric)
+            names = [f.name for f in metric.output_fields(with_stats)]
+            metric_scores[metric.name] = to_numpy(out[names.index(metric.name) if metric.name in names else 0])
+            if metric.name not in tally.metric_signatures:
+                tally.metric_signatures[metric.name] = metric.signature()
+        arrays += out
     if tally is not None:
         score = None
         if columns.score is not None:
             score = to_numpy(chunk.table[columns.score]).astype(np.float64)
-        tally.add(stats, bleu, chunk.seg_ptr, score, chunk.n_refs)
-    arrays = chunk.inputs + [from_numpy(bleu)]
-    arrays += [from_numpy(sentence_scores(stats, c)) for _, c in scored[1:]]
-    if with_stats:
-        n_ord = cfg.max_order
-        arrays += [from_numpy(stats.matches[:, i]) for i in range(n_ord)]
-        arrays += [from_numpy(stats.totals[:, i]) for i in range(n_ord)]
-        arrays += [from_numpy(stats.hyp_len), from_numpy(stats.ref_len)]
-    for metric in metrics:
-        arrays += metric.score_segments(chunk.hyps, chunk.refs, chunk.seg_ptr, chunk.table, with_stats)
+        tally.add(stats, bleu, chunk.seg_ptr, score, chunk.n_refs, metric_scores)
     return pa.RecordBatch.from_arrays(arrays, schema=chunk.schema)
 
 
@@ -267,7 +226,8 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
                   columns: Columns = Columns(), references: Optional[ReferenceTable] = None, stats: bool = False,
                   smoothings: Sequence = (), tally: Optional[Tally] = None, source: str = "input",
                   schema: Optional[pa.Schema] = None, metrics: Sequence[Metric] = (),
-                  engine: str = "kernels", ahead: Optional[Executor] = None) -> Iterator[pa.RecordBatch]:
+                  engine: str = "kernels", ahead: Optional[Executor] = None,
+                  bleu: bool = True) -> Iterator[pa.RecordBatch]:
     """Score a stream of record batches; yields output batches (input columns + ``bleu``, plus
     ``bleu_s<n>`` for each extra smoothing in ``smoothings`` (:func:`score_columns`) and the
     statistics with ``stats``, and the columns of each of ``metrics``: built
@@ -284,9 +244,10 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
     job's reader thread; no parallel kernel runs there); then, on the kernels engine and without
     ``metrics``, each chunk of text is also counted on a thread of its own while the calling
     thread scores the one before (:func:`_counted`). None does everything on the calling thread.
+    ``bleu=False``: no BLEU at all (nothing counted), only the columns of ``metrics``.
     """
     cfg = config or BleuConfig()
-    scored = score_columns(cfg, smoothings)
+    scored = _bleu_columns(cfg, smoothings, bleu, metrics)
     chunks = _prepared_chunks(batches, cfg, scored, columns, references, stats, smoothings, source, schema, metrics,
                               engine)
     overlap = ahead is not None and engine == "kernels" and not metrics
@@ -341,7 +302,7 @@ def _prepared_chunks(batches: Iterable[pa.RecordBatch], cfg: BleuConfig, scored:
             names += [c for m in metrics for c in m.input_columns()]
             require_columns(batch.schema, names + ([columns.references] if references is None else []), source)
             in_schema = batch.schema
-            out_schema = output_schema(schema or in_schema, cfg, stats, smoothings, metrics)
+            out_schema = output_schema(schema or in_schema, cfg, stats, smoothings, metrics, bool(scored))
             out_schema = out_schema.with_metadata({**out_schema.metadata,
                                                    META_SEGMENT: json.dumps(list(columns.segment)).encode()})
         if batch.num_rows == 0:
@@ -389,7 +350,8 @@ def score_table(table: Any, config: Optional[BleuConfig] = None, **kwargs: Any) 
         scored = pa.Table.from_batches(out)
     else:
         scored = output_schema(table.schema, config or BleuConfig(), kwargs.get("stats", False),
-                               kwargs.get("smoothings", ()), kwargs.get("metrics", ())).empty_table()
+                               kwargs.get("smoothings", ()), kwargs.get("metrics", ()),
+                               kwargs.get("bleu", True)).empty_table()
     if kind == "pandas":
         return scored.to_pandas()
     if kind == "polars":

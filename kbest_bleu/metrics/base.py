@@ -23,6 +23,7 @@ __all__ = ["REGISTRY", "Metric", "load_metric"]
 # Modules are imported lazily: a metric's optional dependency is needed only when it is used.
 REGISTRY: dict[str, str] = {
     "bleu2vec": "kbest_bleu.metrics.bleu2vec:from_options",
+    "chrf": "kbest_bleu.metrics.chrf:from_options",
     "meteor": "kbest_bleu.metrics.meteor:from_options",
     "parmesan": "kbest_bleu.metrics.parmesan:from_options",
 }

@@ -17,7 +17,7 @@ def markdown(header: Sequence[str], rows: list) -> str:
 
 
 def _need(a: argparse.Namespace, names: Sequence[str]) -> list:
-    from .._shared_data import require_data
+    from .data import require_data
     return require_data(names, a.data)
 
 
@@ -62,9 +62,9 @@ def _cmd_chen_cherry(a: argparse.Namespace) -> int:
     import numpy as np
     import pyarrow.parquet as pq
 
+    from .data import data_dir
     from .chen_cherry import PAPER, chen_cherry_tables
     from .metaeval import mean_over_lps
-    from .._shared_data import data_dir
     cfg = _config(a)
     data, _ = data_dir(a.data)
     w12 = tuple(pq.read_table(p) for p in _need(a, ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"]))

@@ -5,10 +5,9 @@ Spearman. Pure functions over float64 arrays."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
-from .. import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
 
 from ..errors import InputError
+from ..jit import njit
 
 __all__ = ["TAU_VARIANTS", "kendall_tau_b", "kendall_tau_pairs", "pearson", "rankdata", "spearman"]
 
@@ -75,7 +74,7 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return pearson(rankdata(x), rankdata(y))
 
 
-@njit(cache=True)
+@njit()
 def _tie_pairs(sorted_values):
     """sum over runs of equal values of t(t-1)/2 (``sorted_values`` sorted)."""
     total = 0
@@ -89,7 +88,7 @@ def _tie_pairs(sorted_values):
     return total
 
 
-@njit(cache=True)
+@njit()
 def _merge_sort_swaps(y):
     """Sort y (float64[n], in place) bottom-up and return the number of inversions."""
     n = y.shape[0]
@@ -123,7 +122,7 @@ def _merge_sort_swaps(y):
     return swaps
 
 
-@njit(cache=True)
+@njit()
 def _kendall_tau_b(xs, ys):
     """Kendall's tau-b in O(n log n) (Knight 1966) of pairs sorted by (x, y): float64[n] each,
     no NaN. ``ys`` is sorted in place (merge sort counting the discordant pairs)."""

@@ -168,7 +168,7 @@ def wmt_table(table: pa.Table, metrics: Sequence[str], *, human: Optional[str] =
     from .judged import system_table
     system_k = k if system_k is None else system_k
     sys_t = system_table(table, list(metrics), pairs=pairs, human=human)
-    lps = sorted(set((pairs if pairs is not None else table)["lp"].to_pylist()))
+    lps = sorted(set(table["lp"].to_pylist()))
     out = []
     for lp in lps:
         spa: dict = {}

@@ -7,11 +7,12 @@ Rows are statistics in Moses order, float64[H, 2N+1] (m1 t1 ... mN tN reflen).
 """
 
 import numpy as np
-from numba import njit, prange
-from .. import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
+from numba import prange
+
+from ..jit import njit
 
 
-@njit(cache=True)
+@njit()
 def _background_bleu_row(stats9, bg, n):
     """Moses kbmira sentenceLevelBackgroundBleu: BLEU(stats + bg) x (reference length of the sum)."""
     s = 0.0
@@ -25,7 +26,7 @@ def _background_bleu_row(stats9, bg, n):
     return np.exp(s) * r
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(parallel=True, nogil=True)
 def _background_bleu(stats9, bg, n):
     """_background_bleu_row of every row: float64[H]."""
     out = np.empty(stats9.shape[0])
@@ -34,7 +35,7 @@ def _background_bleu(stats9, bg, n):
     return out
 
 
-@njit(cache=True)
+@njit()
 def _mira_epoch(features, stats9, seg_ptr, order, w, w_sum, n_sum, bg, c_max, decay, n):
     """One epoch of k-best batch MIRA (Cherry & Foster 2012, Moses kbmira), in place.
 
@@ -79,7 +80,7 @@ def _mira_epoch(features, stats9, seg_ptr, order, w, w_sum, n_sum, bg, c_max, de
         n_sum[0] += 1
 
 
-@njit(cache=True)
+@njit()
 def _greedy_oracle(stats9, seg_ptr, choice, n, max_passes):
     """Greedy corpus-level oracle (coordinate ascent): segment after segment, pick the
     hypothesis that maximizes the (unsmoothed) corpus log BLEU of the selection; repeat
@@ -105,7 +106,7 @@ def _greedy_oracle(stats9, seg_ptr, choice, n, max_passes):
             break
 
 
-@njit(cache=True)
+@njit()
 def _log_corpus_bleu(stats9, n):
     """log of unsmoothed corpus BLEU (-inf when an order has no match)."""
     s = 0.0

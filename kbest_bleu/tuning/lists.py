@@ -14,10 +14,9 @@ from ..bleu import corpus_score, sentence_scores
 from ..config import BleuConfig
 from ..encode import encode, list_offsets, references_array, segment_references
 from ..errors import InputError
-from ..interop.nbest import dense_features
+from ..files.nbest import dense_features
 from ..stats import BleuStats, segment_argmax, stats_from_encoded
 from ..tokenize import tokenize
-from ._kernels import _greedy_oracle
 
 __all__ = ["KbestLists", "moses_matrix"]
 
@@ -169,6 +168,8 @@ class KbestLists:
                 (self.seg_ptr[:-1] <= choice) & (choice < self.seg_ptr[1:])).all():
             raise InputError(f"corpus_oracle: start: expected one row per segment ({len(self.seg_ptr) - 1}), each "
                              "inside its segment's rows (seg_ptr[s] <= row < seg_ptr[s+1])")
+        from ._kernels import _greedy_oracle  # numba loads with the first use, not with the package
+
         _greedy_oracle(moses_matrix(self.stats), self.seg_ptr, choice, self.stats.max_order, max_passes)
         return choice
 

@@ -2,7 +2,7 @@
 
 The K x K sentence-BLEU matrix of a segment takes each hypothesis in turn as the single
 (pseudo-)reference of all the others; one numba kernel computes every pair's statistics
-(:func:`kbest_bleu._counting._pair_stats`), the smoothing is the usual vectorized scoring. Work is
+(:func:`kbest_bleu.stats.pair_stats`), the smoothing is the usual vectorized scoring. Work is
 done in chunks of whole segments so memory stays bounded for K = 1,000.
 """
 
@@ -10,31 +10,26 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numba
 import numpy as np
 
-from .._counting import _pair_stats
+from .. import settings
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..encode import hypotheses_array, segment_pointers
 from ..errors import InputError
-from ..stats import BleuStats, counting_args
+from ..stats import pair_stats
 from ..tokenize import prepare, split_ids
 
 __all__ = ["mbr_matrix", "mbr_select"]
 
-MAX_PAIRS_PER_CHUNK = 4_000_000
-
 
 def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig) -> tuple[np.ndarray, np.ndarray]:
     """Sentence BLEU of every (hypothesis, pseudo-reference) pair of each segment: float64[P] and
-    the pair pointers out_ptr int64[S+1] (layout of ``_pair_stats``)."""
+    the pair pointers out_ptr int64[S+1] (layout of :func:`~kbest_bleu.stats.pair_stats`)."""
     ids, ptr, _ = split_ids(*prepare(hyps, cfg.tokenize, cfg.lowercase))
     sizes = np.diff(seg_ptr)
     out_ptr = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
-    m, t, c, r = _pair_stats(ids, ptr, seg_ptr.astype(np.int64), out_ptr, counting_args(cfg)[0],
-                             numba.get_num_threads())
-    return sentence_scores(BleuStats(m, t, c, r), cfg), out_ptr
+    return sentence_scores(pair_stats(ids, ptr, seg_ptr, cfg), cfg), out_ptr
 
 
 def mbr_matrix(hypotheses: Any, config: Optional[BleuConfig] = None, **options: Any) -> np.ndarray:
@@ -66,7 +61,7 @@ def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np
     utility = np.zeros(len(hyps))
     start = 0
     while start < len(sizes):  # chunks of whole segments with at most MAX_PAIRS_PER_CHUNK pairs
-        stop = start + max(1, int(np.searchsorted(np.cumsum(sizes[start:] ** 2), MAX_PAIRS_PER_CHUNK, "right")))
+        stop = start + max(1, int(np.searchsorted(np.cumsum(sizes[start:] ** 2), settings.MAX_PAIRS_PER_CHUNK, "right")))
         a, b = seg_ptr[start], seg_ptr[stop]
         local = seg_ptr[start:stop + 1] - a
         bleu, out_ptr = _pair_bleu(hyps.slice(a, b - a), local, cfg)

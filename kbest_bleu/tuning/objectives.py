@@ -9,7 +9,6 @@ import numpy as np
 
 from ..errors import InputError
 from ..stats import segment_argmax
-from ._kernels import _background_bleu
 from .lists import KbestLists, moses_matrix
 
 __all__ = ["background_bleu", "expected_bleu", "hope_fear_model", "moses_matrix", "segment_softmax"]
@@ -50,6 +49,8 @@ def background_bleu(kb: KbestLists, bg: np.ndarray) -> np.ndarray:
     if bg.shape != (2 * n + 1,) or not np.isfinite(bg).all():
         raise InputError(f"background_bleu: bg: expected {2 * n + 1} finite statistics (m1 t1 ... m{n} t{n} "
                          f"reflen), found shape {bg.shape}")
+    from ._kernels import _background_bleu  # numba loads with the first use, not with the package
+
     return _background_bleu(moses_matrix(kb.stats), bg, n)
 
 

@@ -11,7 +11,6 @@ import numpy as np
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..errors import InputError
-from ._kernels import _mira_epoch
 from .lists import KbestLists, moses_matrix
 from .objectives import expected_bleu
 
@@ -32,6 +31,8 @@ def tune_mira(kb: KbestLists, w0: np.ndarray, c: float = 0.01, decay: float = 0.
               seed: int = 0, config: Optional[BleuConfig] = None) -> TuneResult:
     """k-best batch MIRA (Cherry & Foster 2012) with Moses kbmira defaults: C = 0.01, background
     BLEU decay 0.999, 60 epochs, averaged weights, the best epoch kept."""
+    from ._kernels import _mira_epoch  # numba loads with the first use, not with the package
+
     cfg = config or BleuConfig()
     w = kb.check_weights(w0, "w0").copy()
     w_sum, n_sum = np.zeros_like(w), np.zeros(1, np.int64)

@@ -110,7 +110,7 @@ def test_cli_bad_input_exits_2(tmp_path, capsys):
 def test_metaeval_segment_table_on_real_data(shared_data, extensions):
     """The sentence-BLEU column equals the check values published with wmt15_daseg (Pearson of
     sacrebleu sentence_bleu with the DA scores); the BLEU2VEC columns are correlations in [-1, 1]."""
-    from kbest_bleu.metrics.bleu2vec.metaeval import _markdown, segment_table
+    from kbest_bleu.research.bleu2vec_paper import _markdown, segment_table
     from kbest_bleu.metrics.bleu2vec.score import from_options
     emb = load_embeddings(extensions / "bleu2vec_toy_models")
     variants = {"faithful": from_options(emb, "faithful"), "corrected": from_options(emb, tokenize="none")}

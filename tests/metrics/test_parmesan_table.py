@@ -97,7 +97,7 @@ def test_cli_metaeval_without_data_exits_2(tmp_path, capsys):
 @pytest.mark.exhaustive
 def test_metaeval_en_cs_reproduces_the_papers_meteor_exact(shared_data):
     """Barančíková 2014 Table 4, WMT12 Original / No paraphr.: Pearson 0.861 (Meteor 1.4)."""
-    from kbest_bleu.metrics.parmesan.metaeval import en_cs
+    from kbest_bleu.research.parmesan_paper import en_cs
     rows = {m: (paper, ours, n) for m, paper, ours, n in en_cs(shared_data)}
     paper, ours, n = rows["Meteor exact (cz)"]
     assert n == 13 and abs(ours - paper) < 0.005

@@ -15,14 +15,15 @@ references H + ref_ptr[s] : H + ref_ptr[s+1].
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
-from ... import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
+from numba import prange
+
+from ...jit import njit
 
 MODE_CORRECTED = 0
 MODE_FAITHFUL = 1
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _hash(ids, p, n):
     h = np.uint64(1469598103934665603)
     for k in range(n):
@@ -30,7 +31,7 @@ def _hash(ids, p, n):
     return h ^ (h >> np.uint64(29))
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _same(ids, p, q, n):
     for k in range(n):
         if ids[p + k] != ids[q + k]:
@@ -38,7 +39,7 @@ def _same(ids, p, q, n):
     return True
 
 
-@njit(cache=True)
+@njit()
 def _intern_rows(ids, ptr, first_row, last_row, n, table, mask, gram, rep, base, count):
     """Intern the n-grams of rows first_row..last_row-1 into the open-addressing ``table``."""
     for row in range(first_row, last_row):
@@ -59,7 +60,7 @@ def _intern_rows(ids, ptr, first_row, last_row, n, table, mask, gram, rep, base,
     return count
 
 
-@njit(cache=True, parallel=True)
+@njit(parallel=True)
 def intern_ngrams(ids, ptr, seg_ptr, ref_ptr, n_hyp, n, type_base):
     """Segment-local ids of the n-grams: the same n-gram in one segment gets the same id.
 
@@ -85,7 +86,7 @@ def intern_ngrams(ids, ptr, seg_ptr, ref_ptr, n_hyp, n, type_base):
     return gram, rep, n_types
 
 
-@njit(cache=True, fastmath=True)
+@njit(fastmath=True)
 def _dot(matrix, a, b):
     """float32 dot product of two unit rows (gensim's ``similarity``; summed in SIMD lanes, so it
     may differ from BLAS's sum in the last float32 bit)."""
@@ -95,7 +96,7 @@ def _dot(matrix, a, b):
     return acc
 
 
-@njit(cache=True)
+@njit()
 def _fill_row(i, values, order, row_emb, col_emb, matrix, eps):
     """Row i of the segment's table, on its first use: the weight of hypothesis type i with every
     reference type (cosine; ``eps`` when either has no vector) and the reference types sorted
@@ -110,7 +111,7 @@ def _fill_row(i, values, order, row_emb, col_emb, matrix, eps):
     order[i] = np.argsort(-values[i], kind="mergesort")
 
 
-@njit(cache=True)
+@njit()
 def _advance(a, rows, pos, order, values, colcnt, floor):
     """Row a's best reference type still available, walking its sorted list from pos[a] (types are
     only used up within a hypothesis, so the walk never goes back): (type, weight), (-1, floor)."""
@@ -127,7 +128,7 @@ def _advance(a, rows, pos, order, values, colcnt, floor):
     return -1, floor
 
 
-@njit(cache=True)
+@njit()
 def _greedy(rows, rc, colcnt, values, order, floor, pos, best_j, best_v):
     """Greedy pairing, most similar pair first, ties to the first pair in row-major order (the
     original's scan for a value above a running maximum that starts at ``floor``).
@@ -163,7 +164,7 @@ def _greedy(rows, rc, colcnt, values, order, floor, pos, best_j, best_v):
                     best_j[a], best_v[a] = _advance(a, rows, pos, order, values, colcnt, floor)
 
 
-@njit(cache=True)
+@njit()
 def _reference_counts(ptr, gram, r0, n_refs, n_types, n):
     """The segment's reference n-gram types, in order of first occurrence over its references:
     ref_of int64[n_types] (type -> reference type, -1), ref_types int64[nr], counts per
@@ -189,7 +190,7 @@ def _reference_counts(ptr, gram, r0, n_refs, n_types, n):
     return ref_of, ref_types[:nr], rc, rmax
 
 
-@njit(cache=True)
+@njit()
 def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_sim, out, col):  # noqa: ARG001
     """Counts of order ``n`` for the hypotheses h0..h1-1 of one segment whose references are rows
     r0..r1-1; writes out[h, col + 0/1/2] = exact, fuzzy, hypothesis n-grams."""
@@ -257,7 +258,7 @@ def _segment(ids, ptr, gram, emb, matrix, h0, h1, r0, r1, n_types, n, mode, min_
             hc[first[i]] = 0
 
 
-@njit(cache=True, parallel=True)
+@njit(parallel=True)
 def order_counts(ids, ptr, gram, type_emb, type_base, n_types, matrix, seg_ptr, ref_ptr, n_hyp, n, mode,
                  min_sim, out, col):
     """Exact and fuzzy counts of order ``n`` for every hypothesis, parallel over segments.
@@ -274,7 +275,7 @@ def order_counts(ids, ptr, gram, type_emb, type_base, n_types, matrix, seg_ptr, 
                  n_hyp + ref_ptr[s], n_hyp + ref_ptr[s + 1], n_types[s], n, mode, min_sim, out, col)
 
 
-@njit(cache=True, parallel=True)
+@njit(parallel=True)
 def lengths(ptr, seg_ptr, ref_ptr, n_hyp):
     """Hypothesis lengths c and closest reference lengths r (ties to the shorter), float64[H] each."""
     c = np.empty(n_hyp)
@@ -297,14 +298,14 @@ _FNV_PRIME = np.uint64(1099511628211)
 _JOIN = np.uint8(95)  # "_": the n-gram joiner of the models' tokens (paper section 2.1)
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _fnv_bytes(h, data, start, end):
     for i in range(start, end):
         h = (h ^ np.uint64(data[i])) * _FNV_PRIME
     return h
 
 
-@njit(cache=True)
+@njit()
 def key_table(data, offsets):
     """Open-addressing table over the model's keys (FNV-1a of their UTF-8 bytes): int64[2^k],
     the row of the key in each used slot, -1 elsewhere. A repeated key keeps its first row."""
@@ -327,7 +328,7 @@ def key_table(data, offsets):
     return table
 
 
-@njit(cache=True)
+@njit()
 def _key_equals(key_data, k0, k1, ids, p, n, vdata, voff):
     """Whether model key bytes key_data[k0:k1] equal the tokens ids[p:p+n] joined with '_'."""
     q = k0
@@ -347,7 +348,7 @@ def _key_equals(key_data, k0, k1, ids, p, n, vdata, voff):
     return q == k1
 
 
-@njit(cache=True, parallel=True)
+@njit(parallel=True)
 def ngram_rows(ids, starts, n, vdata, voff, key_data, key_off, table):
     """Model row of the n-gram starting at each of ``starts`` (its tokens joined with '_', looked up
     by bytes, no string built), -1 when the model has no such key: int64[len(starts)]."""

@@ -21,11 +21,13 @@ def add_score_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--bleu2vec-mode", choices=MODES, default="corrected",
                        help="BLEU2VEC: corrected (default, the paper done right) or faithful (the authors' bc4.py)")
     group.add_argument("--bleu2vec-max-order", type=int, default=None,
-                       help="BLEU2VEC: highest n-gram order (corrected: default 3; faithful: 3)")
+                       help="BLEU2VEC: highest n-gram order (default: 3 in both modes; faithful: bc4.py's 3)")
     group.add_argument("--bleu2vec-weights", default=None,
-                       help="BLEU2VEC: comma-separated weights, one per order (default 0.33,0.34,0.33 for 3 orders)")
+                       help="BLEU2VEC: comma-separated weights, one per order (default: corrected 1/N each, as "
+                            "the signature shows; faithful 0.33,0.34,0.33, bc4.py's)")
     group.add_argument("--bleu2vec-smoothing", default=None,
-                       help="BLEU2VEC corrected: Chen & Cherry smoothing 0-7 on the fuzzy counts (default 0)")
+                       help="BLEU2VEC corrected: Chen & Cherry smoothing 0-7 or a name on the fuzzy counts "
+                            "(default: 3, exp, sacrebleu's sentence-level default; faithful: none, as bc4.py)")
     group.add_argument("--bleu2vec-min-similarity", type=float, default=0.0,
                        help="BLEU2VEC corrected: fuzzy pairs below this cosine are not taken (default 0)")
     group.add_argument("--bleu2vec-tokenize", default=None,
@@ -71,7 +73,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _metaeval(args: argparse.Namespace) -> int:
     from ...errors import InputError
-    from .metaeval import main
+    from ...research.bleu2vec_paper import main
     try:
         print(main(args.data, args.models, args.corpus_out, train_models=args.train, epochs=args.epochs,
                    vector_size=args.vector_size, workers=args.workers))

@@ -26,8 +26,9 @@ without candidates) is re-sorted in place at linear cost. Same paths, same order
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
-from ... import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
+from numba import prange
+
+from ...jit import njit
 
 N_STATS = 23  # the jar's -ssOut line: 4 lengths, 4 modules x 4 match counts, chunks, 2 word-match totals
 
@@ -40,7 +41,7 @@ _MATCH = np.int64(1) << np.int64(51)
 _CHUNK = np.int64(1) << np.int64(39)
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _fits(k, key, kept, n_kept, beam):
     """Whether a path of key k, made after the kept ones, enters the next step's beam: a stable
     sort puts it after every kept path of equal key, so when the beam is full it must be better
@@ -48,7 +49,7 @@ def _fits(k, key, kept, n_kept, beam):
     return n_kept < beam or k < key[kept[n_kept - 1]]
 
 
-@njit(cache=True)
+@njit()
 def _keep(slot, key, kept, n_kept, beam, free, n_free):
     """Put path ``slot`` (it :func:`_fits`) into kept[:n_kept], the next step's beam sorted stably by
     key: after the paths of equal key; the last path falls out when more than ``beam`` remain, its
@@ -71,7 +72,7 @@ def _keep(slot, key, kept, n_kept, beam, free, n_free):
     return n_kept + 1, n_free
 
 
-@njit(cache=True)
+@njit()
 def _resort(cur, n, key):
     """Stable insertion sort of cur[:n] by key: after a step where every path moved on alone (a
     definite match or a word without candidates) the jar's stable sort, at the cost of the few
@@ -85,7 +86,7 @@ def _resort(cur, n, key):
         cur[b] = p
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _add_all(cur, n, key, last, pend, shared):
     """Write a pending increment and the shared chunk end into the paths cur[:n]."""
     for r in range(n):
@@ -93,7 +94,7 @@ def _add_all(cur, n, key, last, pend, shared):
         last[cur[r]] = shared
 
 
-@njit(cache=True)
+@njit()
 def workspace(max_i, max_j, beam):
     """Scratch arrays for :func:`align_into`, for hypotheses up to max_i and references up to
     max_j tokens (allocated once per segment, not once per pair)."""
@@ -105,7 +106,7 @@ def workspace(max_i, max_j, beam):
             np.empty((3, log_cap), np.int64), np.empty((3, slots), np.int64))
 
 
-@njit(cache=True)
+@njit()
 def align_into(hyp, ref, beam, ws):
     """The jar's exact alignment of one hypothesis (test, ``words1``) with one reference (``words2``).
 
@@ -227,13 +228,13 @@ def align_into(hyp, ref, beam, ws):
     return fixed[:n_j]
 
 
-@njit(cache=True)
+@njit()
 def align(hyp, ref, beam):
     """:func:`align_into` with its own workspace; returns a new int64[J] array."""
     return align_into(hyp, ref, beam, workspace(hyp.shape[0], ref.shape[0], beam)).copy()
 
 
-@njit(cache=True)
+@njit()
 def pair_stats(hyp, hyp_fw, ref, ref_fw, beam, ws, out):
     """The jar's -ssOut statistics of one pair into out int64[23] (exact module in slots 4-7).
 
@@ -269,7 +270,7 @@ def pair_stats(hyp, hyp_fw, ref, ref_fw, beam, ws, out):
     out[20], out[21], out[22] = chunks, n_match, n_match
 
 
-@njit(cache=True, error_model="numpy")
+@njit(error_model="numpy")
 def metrics(st, alpha, beta, gamma, delta):
     """(precision, recall, fragmentation penalty, score) from -ssOut statistics st[23], in the
     jar's floating-point order (``MeteorScorer.computeMetrics``; IEEE division, so NaN and inf
@@ -290,7 +291,7 @@ def metrics(st, alpha, beta, gamma, delta):
     return p, r, penalty, max(score, 0.0)
 
 
-@njit(cache=True, parallel=True)
+@njit(parallel=True)
 def segment_stats(tok, fw, hyp_ptr, ref_tok, ref_fw, ref_ptr, seg_hyp_ptr, seg_ref_ptr, first,
                   alpha, beta, gamma, delta, beam):
     """Meteor of every hypothesis row against its segment's references (best score, first on ties).

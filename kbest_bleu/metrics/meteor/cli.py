@@ -20,6 +20,9 @@ def add_score_options(group: argparse._ArgumentGroup) -> None:
                             "unless -s is given; tokens equal when their Java hash codes are equal)")
     group.add_argument("--meteor-lower", action="store_true",
                        help="Meteor: lowercase hypotheses and references first (the jar's -lower)")
+    group.add_argument("--meteor-norm", action="store_true",
+                       help="Meteor: the jar's -norm: its tokenizer/normalizer, then lowercasing (en, cz, de, es, "
+                            "fr, ru; docs/meteor.md)")
     group.add_argument("--meteor-function-words", metavar="FILE", default=None,
                        help="Meteor: function-word list, one word per line (the jar's -s FILE)")
 
@@ -27,4 +30,4 @@ def add_score_options(group: argparse._ArgumentGroup) -> None:
 def metric_options(args: argparse.Namespace) -> dict[str, Any]:
     """The ``from_options`` keyword arguments from parsed ``score`` arguments."""
     return {"lang": args.lang, "jar_compat": args.meteor_jar_compat, "lowercase": args.meteor_lower,
-            "function_words": args.meteor_function_words}
+            "function_words": args.meteor_function_words, "normalize": args.meteor_norm}

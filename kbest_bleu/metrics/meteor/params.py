@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from ...errors import InputError
+from .normalize import NBP_FILES
 
 __all__ = ["MeteorParams", "meteor_params", "read_function_words"]
 
@@ -45,6 +46,9 @@ class MeteorParams:
     jar_compat : tokens are equal when their Java ``String.hashCode`` values are equal, as in the
         jar (it compares hash codes, so the rare colliding pairs such as ``Aa``/``BB`` match).
     beam_size : width of the alignment beam search (the jar's ``-x``, default 40).
+    normalize : the jar's ``-norm``: its tokenizer and normalizer
+        (:func:`~kbest_bleu.metrics.meteor.normalize.normalize_line`), then lowercasing (so
+        ``lowercase`` is True with it).
     """
 
     lang: str
@@ -57,11 +61,14 @@ class MeteorParams:
     lowercase: bool = False
     jar_compat: bool = False
     beam_size: int = BEAM_SIZE
+    normalize: bool = False
 
     def signature(self) -> str:
-        """Reproducibility signature, e.g. ``meteor|lang:en|words:english|...``."""
+        """Reproducibility signature, e.g. ``meteor|lang:en|words:english|...`` (``norm:yes`` only
+        with ``normalize``, so that the signatures without it stay as they were)."""
         return (f"meteor|version:1.5|module:exact|lang:{self.lang}|params:{self.alpha:g}_{self.beta:g}_"
                 f"{self.gamma:g}_{self.delta:g}|words:{self.word_list}|lower:{'yes' if self.lowercase else 'no'}"
+                f"{'|norm:yes' if self.normalize else ''}"
                 f"|jar_compat:{'yes' if self.jar_compat else 'no'}|beam:{self.beam_size}")
 
 
@@ -81,7 +88,8 @@ def read_function_words(path: str | Path) -> frozenset:
 
 
 def meteor_params(lang: str = "en", jar_compat: bool = False, lowercase: bool = False,
-                  function_words: str | Path | None = None, beam_size: int = BEAM_SIZE) -> MeteorParams:
+                  function_words: str | Path | None = None, beam_size: int = BEAM_SIZE,
+                  normalize: bool = False) -> MeteorParams:
     """Meteor 1.5 parameters for a language.
 
     Parameters
@@ -93,6 +101,8 @@ def meteor_params(lang: str = "en", jar_compat: bool = False, lowercase: bool = 
     lowercase : the jar's ``-lower``.
     function_words : a word-list file, as the jar's ``-s`` (overrides the language's list).
     beam_size : the jar's ``-x``.
+    normalize : the jar's ``-norm`` (its normalizer, then lowercasing); languages en, cz, de, es,
+        fr, ru (the jar has no normalizer for ``other``).
     """
     code = ALIASES.get(str(lang).lower(), str(lang).lower())
     if code not in LANGUAGES:
@@ -106,5 +116,8 @@ def meteor_params(lang: str = "en", jar_compat: bool = False, lowercase: bool = 
     else:
         word_list = "english" if jar_compat else name
         words = _shipped_words(word_list)
-    return MeteorParams(code, alpha, beta, gamma, delta, words, word_list, bool(lowercase), bool(jar_compat),
-                        beam_size)
+    if normalize and code not in NBP_FILES:
+        raise InputError(f"Meteor: -norm (normalize) is defined for {', '.join(NBP_FILES)}, not {lang!r}; the jar "
+                         "has no normalizer for other languages either: tokenize the text first")
+    return MeteorParams(code, alpha, beta, gamma, delta, words, word_list, bool(lowercase or normalize),
+                        bool(jar_compat), beam_size, bool(normalize))

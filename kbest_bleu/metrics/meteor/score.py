@@ -23,6 +23,7 @@ from ...errors import InputError
 from ...tokenize import lowercase as lowercase_column
 from ...tokenize import split_ids
 from . import _align
+from .normalize import normalizer
 from .params import BEAM_SIZE, MeteorParams, meteor_params
 
 __all__ = ["PY_ONLY_SPACE", "Meteor", "MeteorResult", "from_options", "jar_split", "meteor_rows",
@@ -121,6 +122,8 @@ def split_words(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
 def _tokens(texts: pa.Array, params: MeteorParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Token ids int32[T] (equal ids = tokens the jar finds equal), function-word flags bool[T],
     row pointers int64[n+1]."""
+    if params.normalize:  # the jar's -norm: normalized, then lowercased (below)
+        texts = _normalized(texts, params.lang)
     if params.lowercase:
         texts = lowercase_column(texts)
     ids, ptr, vocab = split_words(texts)
@@ -132,6 +135,13 @@ def _tokens(texts: pa.Array, params: MeteorParams) -> tuple[np.ndarray, np.ndarr
         _, merged = np.unique(hashes, return_inverse=True)
         ids = merged.astype(np.int32)[ids]
     return np.ascontiguousarray(ids, np.int32), fw_tok, ptr
+
+
+def _normalized(texts: pa.Array, lang: str) -> pa.Array:
+    """Every string through the jar's normalizer (:mod:`.normalize`), each distinct string once."""
+    enc = pc.dictionary_encode(texts)
+    norm = normalizer(lang)
+    return pa.array([norm(t) for t in enc.dictionary.to_pylist()], pa.large_string()).take(enc.indices)
 
 
 def _first_copies(hyps: pa.Array, seg_ptr: np.ndarray) -> np.ndarray:
@@ -261,6 +271,6 @@ class Meteor:
 
 
 def from_options(lang: str = "en", jar_compat: bool = False, lowercase: bool = False,
-                 function_words: str | None = None, beam_size: int = BEAM_SIZE) -> Meteor:
+                 function_words: str | None = None, beam_size: int = BEAM_SIZE, normalize: bool = False) -> Meteor:
     """The ``meteor`` metric of the registry (options as :func:`meteor_params`)."""
-    return Meteor(meteor_params(lang, jar_compat, lowercase, function_words, beam_size))
+    return Meteor(meteor_params(lang, jar_compat, lowercase, function_words, beam_size, normalize))

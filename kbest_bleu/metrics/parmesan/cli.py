@@ -56,7 +56,7 @@ def _build_table(args: argparse.Namespace) -> int:
 
 def _metaeval(args: argparse.Namespace) -> int:
     from ...errors import InputError
-    from .metaeval import run_metaeval
+    from ...research.parmesan_paper import run_metaeval
     try:
         print(run_metaeval(args.data, paraphrases=args.paraphrases, experiment=args.experiment))
     except InputError as exc:

@@ -21,10 +21,10 @@ import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit, prange
-from ... import _numba_cache  # noqa: F401  (a broken kernel cache never fails a job)
+from numba import prange
 
 from ...errors import InputError
+from ...jit import njit
 from ..meteor.score import split_words
 from .analyze import analyze_tokens
 from .table import CompiledTable
@@ -32,7 +32,7 @@ from .table import CompiledTable
 __all__ = ["Paraphrases", "Sentences", "analyze", "edits", "paraphrase_kbest", "words"]
 
 
-@njit(cache=True, parallel=True)
+@njit(parallel=True)
 def _substitute(seg_ptr, unit_ptr, ref_ptr, ref_lem, ref_pos, hyp_ptr, hyp_lem, hyp_pos,
                 t_ptr, t_hyp, t_pos, out_ptr, n_vocab, n_chunks):
     """sub int32[out_ptr[-1]]: for row h, the tokens of its segment's references one after

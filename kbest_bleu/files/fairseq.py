@@ -1,0 +1,172 @@
+"""fairseq-generate output (and fairseq-interactive's) as a K-best table, and back.
+
+The layout follows ``fairseq_cli/generate.py`` (facebookresearch/fairseq, the loop "Process top
+predictions", ~lines 230-300 of the 2021-2023 versions): per sample, ``S-{id}\\t{source}`` and
+``T-{id}\\t{target}``, then for each of the ``--nbest`` hypotheses ``H-{id}\\t{score}\\t{tokens}``
+(after BPE removal), ``D-{id}\\t{score}\\t{detokenized}``, ``P-{id}\\t{positional scores}`` and,
+with their options, ``A-``, ``I-`` and ``E-{id}_{step}`` lines. The score is
+``hypo["score"] / math.log(2)``, printed with ``str.format`` (Python's repr of a float): a log
+probability in base 2, higher is better. Lines of one id are written together; ids follow the
+batches' order, not the file's. Lines that do not start with ``<capital letter>-<id>\\t`` (fairseq's
+log lines when stderr is merged, the final ``Generate test with beam=...`` line) are skipped.
+
+Columns: ``segment_id`` (the sample id), ``rank``, ``hypothesis`` (the ``D-`` text, the one
+fairseq's own ``--scoring sacrebleu`` scores; the ``H-`` text where there is no ``D-`` line, as in
+fairseq before 0.9), ``hypothesis_tok`` (the ``H-`` text), ``model_score`` / ``model_score_text``,
+``source`` (``S-``) and ``references`` (``[T-]``) where the first sample has them, ``detokenized``
+(a ``D-`` line was there), ``prelude`` (a sample's lines before its first ``H-``, on its first
+row) and ``extra_lines`` (the lines after each hypothesis' ``H-``/``D-``), which make the file
+written back the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator, Optional, TextIO
+
+import pyarrow as pa
+
+from ..errors import InputError
+from .kbest_io import BOOL, FLOAT, INT, STRING, STRINGS, RowBatches, parse_float, score_text, segments, text_lines
+
+__all__ = ["read_fairseq", "write_fairseq"]
+
+META = {b"kbest_bleu.format": b"fairseq"}
+
+
+def _prefix(line: str) -> Optional[tuple]:
+    """(kind letter, sample id, text after the first tab) of a fairseq line, or None for any other
+    line. ``E-{id}_{step}`` lines count for their sample."""
+    if len(line) < 4 or line[1] != "-" or not ("A" <= line[0] <= "Z"):
+        return None
+    tab = line.find("\t")
+    if tab < 3:
+        return None
+    name = line[2:tab].split("_", 1)[0]
+    if not name.isdigit():
+        return None
+    return line[0], int(name), line[tab + 1:]
+
+
+def read_fairseq(path: "str | os.PathLike", compression: Optional[str] = None, *, option: str = "input",
+                 batch_rows: Optional[int] = None, batch_bytes: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+    """Record batches of the hypotheses of a fairseq-generate output file, in file order (see the
+    module text for the columns). Memory: one batch and one sample's lines."""
+    rows: Optional[RowBatches] = None
+    seen: set = set()
+    current, prelude, pending = None, [], None
+    source = target = None
+    rank = 0
+
+    def emit(hyp: dict) -> None:
+        v = rows.values
+        v["segment_id"].append(current)
+        v["rank"].append(rank)
+        v["hypothesis"].append(hyp["text"])
+        v["hypothesis_tok"].append(hyp["tok"])
+        v["model_score"].append(hyp["score"])
+        v["model_score_text"].append(hyp["score_text"])
+        if "source" in v:
+            v["source"].append(source)
+        if "references" in v:
+            v["references"].append([target])
+        v["detokenized"].append(hyp["detok"])
+        v["prelude"].append("\n".join(prelude) if rank == 0 else None)
+        v["extra_lines"].append("\n".join(hyp["extra"]) if hyp["extra"] else None)
+        rows.text += len(hyp["text"])
+
+    for number, line in enumerate(text_lines(path, compression, option, "fairseq-generate output"), 1):
+        parsed = _prefix(line)
+        if parsed is None:
+            continue
+        kind, sid, rest = parsed
+        if sid != current:
+            if pending is not None:
+                emit(pending)
+                pending = None
+            if sid in seen:
+                raise InputError(f"{path}: line {number}: sample {sid} again after other samples; expected each "
+                                 "sample's lines together, as fairseq-generate writes them (files concatenated? "
+                                 "score them one by one)")
+            seen.add(sid)
+            current, prelude, rank, source, target = sid, [], 0, None, None
+        if kind in "HD":
+            fields = rest.split("\t", 1)
+            try:
+                score = parse_float(fields[0])
+            except ValueError:
+                raise InputError(f"{path}: line {number}: expected '{kind}-{sid}<TAB>score<TAB>text', found the score "
+                                 f"{fields[0][:40]!r}") from None
+            text = fields[1] if len(fields) > 1 else ""
+        if kind == "H":
+            if pending is not None:
+                emit(pending)
+                rank += 1
+            if rows is None:  # the first sample decides the optional columns
+                columns = [("segment_id", INT), ("rank", INT), ("hypothesis", STRING), ("hypothesis_tok", STRING),
+                           ("model_score", FLOAT), ("model_score_text", STRING)]
+                columns += [("source", STRING)] if source is not None else []
+                columns += [("references", STRINGS)] if target is not None else []
+                columns += [("detokenized", BOOL), ("prelude", STRING), ("extra_lines", STRING)]
+                rows = RowBatches(columns, META, batch_rows, batch_bytes)
+            elif ("references" in rows.values) != (target is not None) and rank == 0:
+                raise InputError(f"{path}: line {number}: sample {sid} " + (
+                    "has no T- (target) line but the first sample has one; expected references for every sample or "
+                    "for none (give them with -r then)" if target is None else
+                    "has a T- (target) line but the first sample has none; expected references for every sample or "
+                    "for none"))
+            pending = {"text": text, "tok": text, "score": score, "score_text": fields[0], "detok": False, "extra": []}
+        elif kind == "D" and pending is not None and not pending["detok"] and not pending["extra"]:
+            pending["text"], pending["detok"] = text, True
+        elif pending is not None:  # P-, A-, I-, E- lines: kept for the file written back
+            pending["extra"].append(line)
+        elif kind == "D":
+            raise InputError(f"{path}: line {number}: a D- line before any H- line of sample {sid}; expected "
+                             "fairseq-generate's order (H-, then D-, then P-)")
+        else:
+            prelude.append(line)
+            if kind == "S":
+                source = rest
+            elif kind == "T":
+                target = rest
+        if rows is not None and rows.full():
+            yield rows.take()
+    if pending is not None:
+        emit(pending)
+    if rows is None:  # no hypothesis at all
+        rows = RowBatches([("segment_id", INT), ("rank", INT), ("hypothesis", STRING), ("hypothesis_tok", STRING),
+                           ("model_score", FLOAT), ("model_score_text", STRING), ("detokenized", BOOL),
+                           ("prelude", STRING), ("extra_lines", STRING)], META)
+    yield rows.take()
+
+
+COLUMNS = ("hypothesis", "hypothesis_tok", "model_score", "model_score_text", "source", "references",
+           "detokenized", "prelude", "extra_lines")
+
+
+def write_fairseq(path: "str | os.PathLike", out: TextIO, score_field: str, raw: bool) -> int:
+    """Write the parquet K-best table ``path`` as fairseq-generate output to ``out``: the ``H-``
+    and ``D-`` score fields hold ``score_field``; ``raw``: the table was read from fairseq output
+    (its raw lines and score texts are written as read). Returns the rows written."""
+    n = 0
+    for segment, rows in segments(path, (*COLUMNS, score_field)):
+        if not isinstance(segment, int):
+            raise InputError(f"{path}: fairseq output needs integer sample ids in segment_id, found {segment!r}")
+        if rows.get("prelude") and rows["prelude"][0] is not None:
+            if rows["prelude"][0]:
+                out.write(rows["prelude"][0] + "\n")
+        else:  # a table from elsewhere: S- and T- from its columns
+            if rows.get("source") and rows["source"][0] is not None:
+                out.write(f"S-{segment}\t{rows['source'][0]}\n")
+            if rows.get("references") and rows["references"][0]:
+                out.write(f"T-{segment}\t{rows['references'][0][0]}\n")
+        for i, hyp in enumerate(rows["hypothesis"]):
+            score = score_text(rows, score_field, i, segment, raw)
+            tok = rows["hypothesis_tok"][i] if rows.get("hypothesis_tok") else hyp
+            out.write(f"H-{segment}\t{score}\t{tok}\n")
+            if not rows.get("detokenized") or rows["detokenized"][i]:
+                out.write(f"D-{segment}\t{score}\t{hyp}\n")
+            if rows.get("extra_lines") and rows["extra_lines"][i] is not None:
+                out.write(rows["extra_lines"][i] + "\n")
+        n += len(rows["hypothesis"])
+    return n

@@ -1,0 +1,210 @@
+"""The pieces every toolkit format of :mod:`kbest_bleu.files.formats` shares: a file's lines read
+as a stream (compressed or not), rows gathered into Arrow record batches of bounded size, and a
+scored table read back segment by segment for the writers (docs/formats.md).
+
+Arrow arrays are built from buffers (:mod:`kbest_bleu.arrays`), not with ``pa.array``, which
+imports pandas (~0.5 s) where it is installed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .. import settings
+from ..arrays import from_numpy, from_strings
+from ..errors import InputError
+from .output import register_input
+
+__all__ = ["BOOL", "FLOAT", "FLOATS", "INT", "STRING", "STRINGS", "RowBatches", "column_names", "parse_float",
+           "score_text", "segments", "text_lines"]
+
+# column kinds of RowBatches: each maps a list of Python values to an Arrow array
+INT, FLOAT, BOOL, STRING, STRINGS, FLOATS = "int", "float", "bool", "string", "strings", "floats"
+_CHUNK = 1 << 20
+
+
+def text_lines(path: "str | os.PathLike", compression: Optional[str] = None, option: str = "input",
+               what: str = "K-best file") -> Iterator[str]:
+    """The lines of a UTF-8 text file, one at a time (split on ``\\n`` only, a final ``\\r``
+    removed, as :func:`~kbest_bleu.files.references.read_lines` does), decompressed when
+    ``compression`` names one of Arrow's codecs. Memory: one 1 MiB chunk and the current line.
+
+    A missing file or invalid UTF-8 raises :class:`InputError` naming ``option`` and the line.
+    """
+    register_input(path, option)
+    try:
+        src = pa.input_stream(str(path), compression=compression) if compression else open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{option} {path}: not found; expected a readable {what}") from None
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(f"{option} {path}: cannot be read ({exc}); expected a readable {what}") from None
+    number, rest = 0, b""
+    try:
+        with src:
+            while True:
+                try:
+                    chunk = src.read(_CHUNK)
+                except (OSError, pa.ArrowInvalid) as exc:  # a truncated or corrupt compressed stream
+                    raise InputError(f"{option} {path}: could not read it past line {number} ({exc}); expected a "
+                                     f"complete {compression or 'text'} file") from None
+                if not chunk:
+                    break
+                parts = (rest + chunk).split(b"\n")
+                rest = parts.pop()
+                for raw in parts:
+                    number += 1
+                    yield _decode(raw, path, number)
+        if rest:
+            yield _decode(rest, path, number + 1)
+    finally:
+        src.close()
+
+
+def _decode(raw: bytes, path: "str | os.PathLike", number: int) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: line {number} is not valid UTF-8 (byte {raw[exc.start]:#04x} at column "
+                         f"{exc.start}); re-encode the file as UTF-8") from None
+    return text[:-1] if text.endswith("\r") else text
+
+
+def parse_float(text: str) -> Optional[float]:
+    """A model score as written by a toolkit, or None when it is not finite (``-inf`` for an empty
+    Sockeye translation, ``nan``): the table holds no NaN or infinity; the raw text is kept apart.
+    Raises ValueError for text that is not a number."""
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+class RowBatches:
+    """Rows gathered column by column and handed out as record batches of at most ``rows`` rows
+    and about ``text_bytes`` characters of hypothesis text (the memory bound of the readers).
+
+    ``columns``: (name, kind) pairs, kinds from this module (INT, FLOAT, BOOL, STRING, STRINGS,
+    FLOATS); FLOAT, STRING, STRINGS and FLOATS values may be None (null). A reader appends a value
+    to every list of :attr:`values` per row, adds the row's text length to :attr:`text`, and calls
+    :meth:`full` / :meth:`take`.
+    """
+
+    def __init__(self, columns: Sequence[tuple], metadata: Optional[dict] = None, rows: Optional[int] = None,
+                 text_bytes: Optional[int] = None):
+        self.kinds = dict(columns)
+        self.values = {name: [] for name in self.kinds}
+        self.schema = pa.schema([(name, _TYPES[kind]) for name, kind in columns], metadata=metadata)
+        self.rows = rows or settings.FORMAT_BATCH_ROWS
+        self.text_bytes = text_bytes or settings.BATCH_BYTES
+        self.text = 0
+
+    def __len__(self) -> int:
+        return len(next(iter(self.values.values())))
+
+    def full(self) -> bool:
+        return len(self) >= self.rows or self.text >= self.text_bytes
+
+    def take(self) -> pa.RecordBatch:
+        """The gathered rows as a record batch (possibly empty); the lists start afresh."""
+        arrays = [_ARRAY[self.kinds[name]](vals) for name, vals in self.values.items()]
+        self.values = {name: [] for name in self.kinds}
+        self.text = 0
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _validity(values: list) -> Optional[pa.Buffer]:
+    if all(v is not None for v in values):
+        return None
+    return pa.py_buffer(np.packbits(np.fromiter((v is not None for v in values), bool, len(values)),
+                                    bitorder="little").tobytes())
+
+
+def _ints(values: list) -> pa.Array:
+    return from_numpy(np.fromiter(values, np.int64, len(values)))
+
+
+def _floats(values: list) -> pa.Array:
+    data = np.fromiter((0.0 if v is None else v for v in values), np.float64, len(values))
+    valid = _validity(values)
+    return from_numpy(data) if valid is None else pa.Array.from_buffers(
+        pa.float64(), len(values), [valid, pa.py_buffer(data.tobytes())])
+
+
+def _bools(values: list) -> pa.Array:
+    return from_numpy(np.fromiter(values, bool, len(values)))
+
+
+def _strings(values: list) -> pa.Array:
+    array = from_strings(["" if v is None else v for v in values])
+    valid = _validity(values)
+    if valid is None:
+        return array
+    return pa.LargeStringArray.from_buffers(len(values), array.buffers()[1], array.buffers()[2], valid)
+
+
+def _list(values: list, child) -> pa.Array:
+    lengths = np.fromiter((0 if v is None else len(v) for v in values), np.int64, len(values))
+    offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths)]).astype(np.int32)
+    flat = child([x for v in values if v is not None for x in v])
+    if all(v is not None for v in values):
+        return pa.ListArray.from_arrays(from_numpy(offsets), flat)
+    mask = from_numpy(np.fromiter((v is None for v in values), bool, len(values)))
+    return pa.ListArray.from_arrays(from_numpy(offsets), flat, mask=mask)
+
+
+_TYPES = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), STRING: pa.large_string(),
+          STRINGS: pa.list_(pa.large_string()), FLOATS: pa.list_(pa.float64())}
+_ARRAY = {INT: _ints, FLOAT: _floats, BOOL: _bools, STRING: _strings,
+          STRINGS: lambda v: _list(v, _strings), FLOATS: lambda v: _list(v, _floats)}
+
+
+def segments(path: "str | os.PathLike", columns: Sequence[str], segment: str = "segment_id",
+             batch_rows: Optional[int] = None) -> Iterator[tuple]:
+    """(segment value, rows) for each run of equal ``segment`` values of a parquet file, in file
+    order; ``rows`` maps each of ``columns`` (those the file has) to the run's Python values. Read
+    batch by batch: memory is one batch plus the current segment."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    have = [c for c in dict.fromkeys([segment, *columns]) if c in pf.schema_arrow.names]
+    current, rows = None, None
+    for batch in pf.iter_batches(batch_size=batch_rows or settings.FORMAT_BATCH_ROWS, columns=have):
+        values = {c: batch.column(c).to_pylist() for c in have}
+        keys = values[segment]
+        start = 0
+        for i in range(1, len(keys) + 1):
+            if i == len(keys) or keys[i] != keys[start]:
+                if rows is not None and keys[start] != current:
+                    yield current, rows
+                    rows = None
+                if rows is None:
+                    current, rows = keys[start], {c: [] for c in have}
+                for c in have:
+                    rows[c].extend(values[c][start:i])
+                start = i
+    if rows is not None:
+        yield current, rows
+
+
+def column_names(path: "str | os.PathLike") -> list:
+    """The column names of a parquet file."""
+    import pyarrow.parquet as pq
+    return list(pq.read_schema(Path(path)).names)
+
+
+def score_text(rows: dict, field: str, i: int, segment: object, raw: bool) -> str:
+    """The text a writer puts in a format's score field for row ``i`` of a segment's ``rows``: the
+    model score as the toolkit wrote it (``model_score_text``) when ``field`` is ``model_score``,
+    ``raw`` (the table was read from the format written) and the raw text is there, else the
+    column's value as Python's shortest exact repr (a value read back equals the one in the table)."""
+    if raw and field == "model_score" and rows.get("model_score_text") and rows["model_score_text"][i] is not None:
+        return rows["model_score_text"][i]
+    value = rows[field][i]
+    if value is None or isinstance(value, (bool, str)) or not isinstance(value, (int, float)):
+        raise InputError(f"segment {segment!r}, hypothesis {i}: column {field!r} holds {value!r}, not a number to "
+                         "write in the score field; choose another column with --score-field")
+    return repr(float(value))

@@ -1,0 +1,402 @@
+"""The output guard: one place for every file a command writes (docs/failure_behaviour.md).
+
+- **Inputs are never overwritten.** While a command runs (:func:`command_scope`, entered by
+  ``cli.main``), every reader of :mod:`kbest_bleu.files` and of the metrics registers the path it
+  opens (:func:`register_input`). An output that is one of them, by resolved path or by the same
+  inode (``st_dev``, ``st_ino``: hard links too), is refused with one line (exit status 2): when
+  the output is opened, and again right before it is renamed into place, so an input read during
+  the job is covered too.
+- **Atomic outputs.** An output goes to a temporary name beside its target and is renamed over it
+  only when the job succeeds, so a failed, interrupted or disk-full job leaves the old file (or
+  nothing) behind; a replaced file keeps its permission bits.
+- **Links and directories.** A symbolic link whose target exists is written through: the target is
+  replaced atomically (its temporary beside the target) and the link stays a link; a dangling link
+  is refused (writing through it would create a file somewhere the command was not told about). A
+  path ending in ``/`` or naming an existing directory is refused where a file is expected.
+- **Devices, FIFOs, sockets, stdout.** Written directly, never renamed over (``-o /dev/null``,
+  a named pipe). ``-o -``: the output is written whole to a temporary, then copied to standard
+  output with short writes retried (:func:`write_all`), so a full disk behind stdout is an error
+  (exit 1), never a truncated file with status 0.
+- **Temporaries.** Output temporaries are ``.NAME.kbest-tmp-PID.HOST``; work directories
+  (:func:`temporary_directory`) ``$TMPDIR/kbest_bleu-...kbest-tmp-PID.HOST-XXXX``. Both are
+  registered while they live and removed on every exit path: success, exception, and SIGINT /
+  SIGTERM / SIGHUP (:func:`install_signal_handlers`). SIGKILL cannot be caught: the next run removes
+  what a killed one left (:func:`remove_stale_temporaries`): a temporary of this host whose process
+  no longer exists, or any temporary older than :data:`~kbest_bleu.settings.STALE_TEMPORARY_S`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+from .. import settings
+from ..errors import InputError
+
+__all__ = ["TEMP_MARK", "atomic_output", "check_declared_outputs", "check_output", "command_scope", "copy_to_stdout",
+           "declare_output", "install_signal_handlers", "live_temporaries", "register_input", "registered_inputs", "remove_stale_temporaries",
+           "temporary_directory", "write_all"]
+
+TEMP_MARK = ".kbest-tmp-"
+_OWNER = re.compile(re.escape(TEMP_MARK) + r"(\d+)(?:\.([0-9a-f]{8}))?")
+_LIVE: set = set()  # temporaries of this process not yet renamed or removed (files or directories)
+_LOCK = threading.Lock()
+_SCOPE = {"depth": 0}
+_INPUTS: dict = {}  # realpath or (st_dev, st_ino) -> (path as given, option that named it)
+_OUTPUTS: list = []  # (path, option) of the outputs named on the command line
+
+
+def _host() -> str:
+    """8 hex digits naming this machine in temporaries (a shared directory holds other hosts' PIDs)."""
+    return f"{zlib.crc32(os.uname().nodename.encode()) if hasattr(os, 'uname') else 0:08x}"
+
+
+def _owner_tag() -> str:
+    return f"{TEMP_MARK}{os.getpid()}.{_host()}"
+
+
+def live_temporaries() -> frozenset:
+    """The temporary paths this process is writing now (removed on a signal)."""
+    return frozenset(_LIVE)
+
+
+# ---- what the command reads ---------------------------------------------------------------------
+
+@contextlib.contextmanager
+def command_scope() -> Iterator[None]:
+    """The span of one command: paths given to :func:`register_input` inside it are the inputs
+    every output is checked against. Outside any scope (a library call) registration does nothing
+    and only the ``inputs`` passed to :func:`check_output` count."""
+    with _LOCK:
+        _SCOPE["depth"] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _SCOPE["depth"] -= 1
+            if not _SCOPE["depth"]:
+                _INPUTS.clear()
+                _OUTPUTS.clear()
+
+
+def _keys(path: "str | os.PathLike") -> list:
+    """The resolved path and, for an existing file, its (device, inode)."""
+    keys: list = [os.path.realpath(path)]
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return keys
+    keys.append((st.st_dev, st.st_ino))
+    return keys
+
+
+def register_input(path: "Optional[str | os.PathLike]", option: str = "input") -> None:
+    """Record that the running command reads ``path`` (named by ``option`` on the command line), so
+    that no output may replace it. ``None`` and ``-`` (stdin) are ignored, and so is everything
+    outside :func:`command_scope`."""
+    if path is None or not _SCOPE["depth"]:
+        return
+    text = os.fspath(path)
+    if text in ("", "-"):
+        return
+    for key in _keys(text):
+        with _LOCK:
+            _INPUTS.setdefault(key, (text, option))
+
+
+def declare_output(path: "Optional[str | os.PathLike]", option: str = "-o") -> None:
+    """Record an output named on the command line (inside :func:`command_scope`), so that
+    :func:`check_declared_outputs` can refuse it before anything is read."""
+    if path is not None and _SCOPE["depth"] and os.fspath(path) not in ("", "-"):
+        with _LOCK:
+            _OUTPUTS.append((os.fspath(path), option))
+
+
+def check_declared_outputs() -> None:
+    """Raise :class:`InputError` for the first declared output that is a registered input (the
+    early check: the command has read nothing yet; :func:`atomic_output` checks again later)."""
+    with _LOCK:
+        outputs = list(_OUTPUTS)
+    for path, option in outputs:
+        clash = _clash(Path(path), ())
+        if clash is not None:
+            _refuse(path, option, clash)
+
+
+def _refuse(dst: "Path | str", option: str, clash: tuple) -> None:
+    src, named = clash
+    by = "" if named == "input" else f"{named}; "
+    raise InputError(f"{option} {_describe(dst)}: the output path is the input file {src!r} ({by}the same file "
+                     "after resolving links); writing it would destroy the input; choose a new output path")
+
+
+def registered_inputs() -> list:
+    """(path, option) of every input registered in the running command, in no particular order."""
+    with _LOCK:
+        return sorted(set(_INPUTS.values()))
+
+
+def _clash(target: Path, inputs: Sequence) -> Optional[tuple]:
+    """(path, option) of the input that ``target`` would overwrite, or None."""
+    mine = _keys(target)
+    for src in inputs:
+        if src is not None and str(src) != "-" and set(_keys(src)) & set(mine):
+            return str(src), "input"
+    with _LOCK:
+        for key in mine:
+            if key in _INPUTS:
+                return _INPUTS[key]
+    return None
+
+
+# ---- output paths -------------------------------------------------------------------------------
+
+def _describe(path: "Path | str") -> str:
+    return "the current directory" if str(path) == "." else f"{str(path)!r}"
+
+
+def _stdout_fd() -> int:
+    try:
+        return sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # None (started with fd 1 closed), closed, or not a file
+        raise InputError("-o -: standard output is closed or not a file; give an output file with -o FILE, or run "
+                         "the command with stdout open") from None
+
+
+def check_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLike"] = (), option: str = "-o",
+                 directory: bool = False) -> Path:
+    """Validate an output path before the job runs; returns it as a Path.
+
+    Refuses an empty path, a path ending in ``/`` or naming an existing directory (a ``directory``
+    output, a Spark dataset, must not exist yet), a missing parent directory, a dangling symbolic
+    link, and a path that is one of ``inputs`` or of the inputs registered in the running command
+    (:func:`register_input`; the same resolved path or inode). ``-`` is standard output.
+    ``option`` names the command-line option in messages.
+    """
+    text = os.fspath(target)
+    if not text.strip():
+        raise InputError(f"{option}: expected an output file path, found an empty string; name a file to write")
+    if text == "-":
+        _stdout_fd()
+        return Path(text)
+    dst = Path(text)
+    if text.endswith(("/", os.sep)) and not directory and not dst.is_dir():
+        raise InputError(f"{option} {text!r}: ends with '/', which names a directory; expected a file path "
+                         f"(e.g. {text.rstrip('/' + os.sep) or '.'}/scored.parquet, the directory created first)")
+    if dst.is_symlink() and not dst.exists():
+        raise InputError(f"{option} {text!r}: is a symbolic link to {os.readlink(dst)!r}, which does not exist; an output "
+                         "is written through a link only to an existing file; remove the link or create its target")
+    if dst.is_dir():
+        kind = "a dataset directory that does not exist yet" if directory else "a file path"
+        raise InputError(f"{option} {_describe(dst)}: is an existing directory; expected {kind} "
+                         f"(e.g. {os.path.join(text, 'scored.parquet') if not directory else text.rstrip('/') + '_new'})")
+    if directory and dst.exists():
+        raise InputError(f"{option} {_describe(dst)}: already exists; choose a new output directory")
+    real = Path(os.path.realpath(dst)) if dst.is_symlink() else dst
+    parent = real.parent if str(real.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"{option} {_describe(dst)}: the directory {str(parent)!r} does not exist; create it first "
+                         "or choose another output path")
+    clash = _clash(dst, inputs)
+    if clash is not None:
+        _refuse(dst, option, clash)
+    return dst
+
+
+# ---- temporaries --------------------------------------------------------------------------------
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError, PermissionError, IsADirectoryError):
+            path.unlink()
+
+
+def _stale(path: Path, now: float) -> bool:
+    """Left by a killed process: this host's and its process gone, or older than STALE_TEMPORARY_S."""
+    found = _OWNER.search(path.name)
+    if found and (found.group(2) in (None, _host())):
+        pid = int(found.group(1))
+        if pid == os.getpid() and path in _LIVE:
+            return False
+        if not _pid_alive(pid):
+            return True
+    try:
+        return now - path.lstat().st_mtime > settings.STALE_TEMPORARY_S and path not in _LIVE
+    except OSError:
+        return False
+
+
+def remove_stale_temporaries(directory: "str | os.PathLike", prefix: str = ".") -> int:
+    """Remove from ``directory`` the temporaries (names starting with ``prefix`` and holding
+    :data:`TEMP_MARK`) that killed runs left; returns how many were removed. Another live process's
+    temporaries on this host are kept whatever their age; another host's are judged by age."""
+    now, removed = time.time(), 0
+    try:
+        entries = [p for p in Path(directory).iterdir() if p.name.startswith(prefix) and TEMP_MARK in p.name]
+    except OSError:  # an unreadable directory: nothing to clean
+        return 0
+    for path in entries:
+        if _stale(path, now):
+            _remove(path)
+            removed += 1
+    return removed
+
+
+@contextlib.contextmanager
+def temporary_directory(prefix: str = "kbest_bleu-", directory: "Optional[str | os.PathLike]" = None) -> Iterator[Path]:
+    """A new work directory (in ``directory``, default ``$TMPDIR``), registered with the guard:
+    removed when the block ends, whether it raises or not, and on SIGINT/SIGTERM/SIGHUP. Stale work
+    directories of killed runs in the same place are removed first."""
+    where = Path(directory) if directory is not None else Path(tempfile.gettempdir())
+    remove_stale_temporaries(where, prefix)
+    path = Path(tempfile.mkdtemp(prefix=f"{prefix}{_owner_tag()}-", dir=where))
+    _LIVE.add(path)
+    try:
+        yield path
+    finally:
+        _LIVE.discard(path)
+        _remove(path)
+
+
+# ---- writing ------------------------------------------------------------------------------------
+
+def write_all(fd: int, data: "bytes | memoryview") -> None:
+    """Write every byte of ``data`` to the file descriptor ``fd``: a short write (a pipe, a nearly
+    full disk) is followed by another for the rest; an error (ENOSPC, EPIPE) raises OSError."""
+    view = memoryview(data).cast("B")
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:  # a zero-byte write of a non-empty buffer makes no progress: the device is full
+            raise OSError(28, "No space left on device (a write made no progress)")
+        view = view[n:]
+
+
+def copy_to_stdout(path: "str | os.PathLike", chunk: int = 1 << 20) -> None:
+    """Copy a finished file to standard output whole (:func:`write_all`), after what Python's
+    ``sys.stdout`` holds."""
+    fd = _stdout_fd()
+    sys.stdout.flush()
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(chunk)
+            if not data:
+                break
+            write_all(fd, data)
+
+
+def _is_special(path: Path) -> bool:
+    """An existing target that is not a regular file (after links): a device, FIFO or socket."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLike"] = (), option: str = "-o",
+                  directory: bool = False) -> Iterator[Path]:
+    """Context manager yielding the path to write instead of ``target``.
+
+    A regular (or new) target: a temporary ``.NAME.kbest-tmp-PID.HOST`` beside it (beside the
+    link's target for a symbolic link), renamed over the target when the block ends without an
+    exception, after the inputs are checked again, and removed when it raises; an ``OSError`` (full
+    disk) is raised again with a message naming the target. ``-``: a temporary in a work
+    directory, copied to standard output on success. A device, FIFO or socket: the target itself
+    (written directly, nothing to rename). ``directory``: the output is a new directory (Spark
+    datasets), written and renamed the same way.
+    """
+    dst = check_output(target, inputs, option, directory)
+    if str(dst) == "-":
+        with temporary_directory() as work:
+            out = work / "stdout"
+            yield out
+            if not out.exists():
+                raise InputError(f"{option} -: nothing was written")
+            try:
+                copy_to_stdout(out)
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                raise OSError(exc.errno, f"{option} - (standard output): could not write the output "
+                              f"({exc.strerror or exc}); free space or choose another output") from None
+        return
+    if not directory and _is_special(dst):
+        yield dst  # /dev/null, a FIFO: replacing the node would destroy it
+        return
+    real = Path(os.path.realpath(dst)) if dst.is_symlink() else dst
+    remove_stale_temporaries(real.parent if str(real.parent) else ".")
+    tmp = real.with_name(f".{real.name}{_owner_tag()}")
+    _remove(tmp)
+    _LIVE.add(tmp)
+    try:
+        yield tmp
+        if not tmp.exists():
+            raise InputError(f"{option} {_describe(dst)}: nothing was written")
+        if not directory:  # an input read during the job is refused too
+            check_output(dst, inputs, option)
+        with contextlib.suppress(OSError):  # a replaced file keeps its permission bits
+            if real.exists() and not directory:
+                os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))
+        os.replace(tmp, real)
+    except OSError as exc:  # the machine, not the input (exit 1): the message names the file
+        raise OSError(exc.errno, f"{option} {_describe(dst)}: could not write the output ({exc.strerror or exc}); "
+                      "the previous file, if any, is unchanged; free space or choose a writable path") from None
+    finally:
+        _LIVE.discard(tmp)
+        _remove(tmp)
+
+
+# ---- signals ------------------------------------------------------------------------------------
+
+def _on_signal(signum: int, _frame: object) -> None:
+    for tmp in list(_LIVE):
+        _remove(tmp)
+    name = signal.Signals(signum).name
+    try:
+        sys.stderr.write(f"kbest-bleu: interrupted by {name}; no output written\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # stderr closed with the terminal (SIGHUP)
+        pass
+    # os._exit: no exception is raised into whatever runs (a numba dispatcher turns a
+    # KeyboardInterrupt into a SystemError traceback), and worker threads are not waited for.
+    os._exit(128 + signum)
+
+
+def install_signal_handlers() -> dict:
+    """SIGINT, SIGTERM and SIGHUP (where it exists): remove this process's temporaries, print one
+    line and exit with 128 + the signal number. Returns the previous handlers
+    ``{signal: handler}`` to put back (``signal.signal``); outside the main thread, where Python
+    cannot set handlers, nothing is changed and ``{}`` is returned."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            number = getattr(signal, name)
+            previous[number] = signal.signal(number, _on_signal)
+    return previous

@@ -1,0 +1,254 @@
+"""Numba kernels of pairwise and aggregated chrF over the n-gram profiles of
+:func:`._kernels.profiles`, and sacrebleu's F-score. Private: :mod:`.mbr` validates every argument
+first (DESIGN.md section 5). Jitted code here calls only jitted code of this file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from ...jit import njit
+
+_EPS = 1e-16  # sacrebleu's CHRF._compute_f_score
+# chunks of work per kernel: fixed (not the thread count), so that sums come out in the same order anywhere
+CHUNKS = 32
+
+
+@njit(inline="always")
+def _f_value(sc, n_orders, factor, eps_smoothing):
+    """sacrebleu's ``CHRF._compute_f_score`` of the statistics sc = (hyp, ref, match) per order,
+    operation for operation, without its final factor 100 (0-1)."""
+    score = 0.0
+    effective = 0
+    avg_prec = 0.0
+    avg_rec = 0.0
+    for i in range(n_orders):
+        n_hyp = sc[3 * i]
+        n_ref = sc[3 * i + 1]
+        n_match = sc[3 * i + 2]
+        prec = n_match / n_hyp if n_hyp > 0 else _EPS
+        rec = n_match / n_ref if n_ref > 0 else _EPS
+        denom = factor * prec + rec
+        score += ((1 + factor) * prec * rec / denom) if denom > 0 else _EPS
+        if n_hyp > 0 and n_ref > 0:
+            avg_prec += prec
+            avg_rec += rec
+            effective += 1
+    if eps_smoothing:
+        return score / n_orders
+    if effective == 0:
+        avg_prec = 0.0
+        avg_rec = 0.0
+    else:
+        avg_prec /= effective
+        avg_rec /= effective
+    if avg_prec + avg_rec != 0:
+        score = (1 + factor) * avg_prec * avg_rec
+        score /= (factor * avg_prec) + avg_rec
+        return score
+    return 0.0
+
+
+@njit(inline="always")
+def _pair_stats(tot, h, r, match, n_orders, sc):
+    """sc = statistics of string h scored against string r as its one reference."""
+    for o in range(n_orders):
+        sc[3 * o] = tot[h, o] if tot[r, o] > 0 else 0
+        sc[3 * o + 1] = tot[r, o]
+        sc[3 * o + 2] = match[o]
+
+
+@njit(inline="always")
+def _matches(dense, f_ids, f_cnt, f_off, b, n_orders, match):
+    """match[o]: clipped matches of the counts in dense with entries f_off[b, o]:f_off[b, o+1]."""
+    for o in range(n_orders):
+        m = 0
+        for k in range(f_off[b, o], f_off[b, o + 1]):
+            m += min(f_cnt[k], dense[f_ids[k]])
+        match[o] = m
+
+
+@njit()
+def _matchable(ids, cnt, optr, n_nodes, c0, n_c, r0, n_r, need):
+    """The pseudo-references' entries whose n-gram ``need`` or more candidates hold (2 when the
+    candidates are the pseudo-references: one other than itself); the rest can match nothing.
+    Returns ids, counts and offsets [n_r, O+1] of the kept entries."""
+    n_ord = optr.shape[1] - 1
+    held = np.zeros(n_nodes, np.int32)
+    for h in range(c0, c0 + n_c):
+        for k in range(optr[h, 0], optr[h, n_ord]):
+            held[ids[k]] += 1
+    f_ids = np.zeros(optr[r0 + n_r - 1, n_ord] - optr[r0, 0], np.int32)
+    f_cnt = np.zeros(f_ids.size, np.int32)
+    f_off = np.zeros((n_r, n_ord + 1), np.int64)
+    e = 0
+    for b in range(n_r):
+        for o in range(n_ord):
+            f_off[b, o] = e
+            for k in range(optr[r0 + b, o], optr[r0 + b, o + 1]):
+                if held[ids[k]] >= need:
+                    f_ids[e] = ids[k]
+                    f_cnt[e] = cnt[k]
+                    e += 1
+        f_off[b, n_ord] = e
+    return f_ids, f_cnt, f_off
+
+
+@njit(parallel=True, error_model="numpy")
+def _within(ids, cnt, optr, tot, n_nodes, c0, n_c, f_ids, f_cnt, f_off, weights, factor, eps_smoothing, keep,
+            mat, base):
+    """Candidates against themselves: each unordered pair counted once, both directions scored.
+    Returns acc float64[chunks, n_c], each chunk's sums of weight x chrF per candidate."""
+    n_ord = optr.shape[1] - 1
+    half = (n_c + 1) // 2
+    n_chunks = min(CHUNKS, half)
+    acc = np.zeros((n_chunks, n_c))
+    for c in prange(n_chunks):
+        dense = np.zeros(n_nodes, np.int32)
+        sc = np.zeros(3 * n_ord)
+        match = np.zeros(n_ord, np.int64)
+        for i in range(c, half, n_chunks):  # rows i and n_c-1-i: n_c-1 pairs per step, whatever i
+            for side in range(2):
+                a = i if side == 0 else n_c - 1 - i
+                if side == 1 and a == i:
+                    break
+                h = c0 + a
+                for k in range(optr[h, 0], optr[h, n_ord]):
+                    dense[ids[k]] = cnt[k]
+                for o in range(n_ord):
+                    match[o] = tot[h, o]
+                _pair_stats(tot, h, h, match, n_ord, sc)
+                f = _f_value(sc, n_ord, factor, eps_smoothing)
+                if keep:
+                    mat[base + a * n_c + a] = f
+                acc[c, a] += weights[h] * f
+                for b in range(a + 1, n_c):
+                    _matches(dense, f_ids, f_cnt, f_off, b, n_ord, match)
+                    _pair_stats(tot, h, c0 + b, match, n_ord, sc)
+                    f = _f_value(sc, n_ord, factor, eps_smoothing)
+                    _pair_stats(tot, c0 + b, h, match, n_ord, sc)
+                    g = _f_value(sc, n_ord, factor, eps_smoothing)
+                    if keep:
+                        mat[base + a * n_c + b] = f
+                        mat[base + b * n_c + a] = g
+                    acc[c, a] += weights[c0 + b] * f
+                    acc[c, b] += weights[h] * g
+                for k in range(optr[h, 0], optr[h, n_ord]):
+                    dense[ids[k]] = 0
+    return acc
+
+
+@njit(parallel=True, error_model="numpy")
+def _across(ids, cnt, optr, tot, n_nodes, c0, n_c, r0, n_r, f_ids, f_cnt, f_off, weights, factor, eps_smoothing,
+            keep, mat, base, expected):
+    """Candidates against a separate set of pseudo-references; expected[h] = sum of weight x chrF."""
+    n_ord = optr.shape[1] - 1
+    n_chunks = min(CHUNKS, n_c)
+    for c in prange(n_chunks):
+        dense = np.zeros(n_nodes, np.int32)
+        sc = np.zeros(3 * n_ord)
+        match = np.zeros(n_ord, np.int64)
+        for a in range(c, n_c, n_chunks):
+            h = c0 + a
+            for k in range(optr[h, 0], optr[h, n_ord]):
+                dense[ids[k]] = cnt[k]
+            total = 0.0
+            for b in range(n_r):
+                _matches(dense, f_ids, f_cnt, f_off, b, n_ord, match)
+                _pair_stats(tot, h, r0 + b, match, n_ord, sc)
+                f = _f_value(sc, n_ord, factor, eps_smoothing)
+                if keep:
+                    mat[base + a * n_r + b] = f
+                total += weights[r0 + b] * f
+            expected[h] = total
+            for k in range(optr[h, 0], optr[h, n_ord]):
+                dense[ids[k]] = 0
+
+
+@njit()
+def pairwise(ids, cnt, optr, tot, nodes, bounds, same, weights, factor, eps_smoothing, keep, mat_ptr):
+    """chrF (0-1) of every candidate against every pseudo-reference of its segment as the one reference.
+
+    Profiles as :func:`profiles` returns them; segment s: candidates bounds[s, 0]:bounds[s, 1] and
+    pseudo-references bounds[s, 2]:bounds[s, 3] (the same strings when ``same``); weights float64[n]
+    of the pseudo-references (by string). Returns the K x R matrices float64 (segment s row-major
+    at mat_ptr[s]; empty unless ``keep``) and expected float64[n]: each candidate's sum of weight x
+    chrF over the pseudo-references divided by the sum of their weights.
+
+    Match counts are symmetric, so with ``same`` each unordered pair is counted once and both
+    directions scored from it; a pseudo-reference keeps only the n-grams some other string holds.
+    """
+    mat = np.zeros(mat_ptr[-1] if keep else 0)
+    expected = np.zeros(optr.shape[0])
+    for s in range(bounds.shape[0]):
+        c0, n_c = bounds[s, 0], bounds[s, 1] - bounds[s, 0]
+        r0, n_r = bounds[s, 2], bounds[s, 3] - bounds[s, 2]
+        if n_c == 0 or n_r == 0:
+            continue
+        f_ids, f_cnt, f_off = _matchable(ids, cnt, optr, nodes[s], c0, n_c, r0, n_r, 2 if same else 1)
+        w_sum = 0.0
+        for j in range(r0, r0 + n_r):
+            w_sum += weights[j]
+        if same:
+            acc = _within(ids, cnt, optr, tot, nodes[s], c0, n_c, f_ids, f_cnt, f_off, weights, factor,
+                          eps_smoothing, keep, mat, mat_ptr[s])
+            for a in range(n_c):
+                total = 0.0
+                for t in range(acc.shape[0]):
+                    total += acc[t, a]
+                expected[c0 + a] = total
+        else:
+            _across(ids, cnt, optr, tot, nodes[s], c0, n_c, r0, n_r, f_ids, f_cnt, f_off, weights, factor,
+                    eps_smoothing, keep, mat, mat_ptr[s], expected)
+        for h in range(c0, c0 + n_c):
+            expected[h] /= w_sum
+    return mat, expected
+
+
+@njit(error_model="numpy")
+def _aggregate_segment(ids, cnt, optr, tot, n_nodes, bounds, weights, factor, eps_smoothing, out):
+    """:func:`aggregate` of one segment (bounds int64[4])."""
+    n_ord = optr.shape[1] - 1
+    mass = np.zeros(n_nodes)
+    ref_tot = np.zeros(n_ord)
+    w_sum = 0.0
+    for r in range(bounds[2], bounds[3]):
+        w = weights[r]
+        w_sum += w
+        for o in range(n_ord):
+            ref_tot[o] += w * tot[r, o]
+        for k in range(optr[r, 0], optr[r, n_ord]):
+            mass[ids[k]] += w * cnt[k]
+    sc = np.zeros(3 * n_ord)
+    for h in range(bounds[0], bounds[1]):
+        for o in range(n_ord):
+            m = 0.0
+            for k in range(optr[h, o], optr[h, o + 1]):
+                m += min(cnt[k] * w_sum, mass[ids[k]])
+            sc[3 * o] = w_sum * tot[h, o] if ref_tot[o] > 0 else 0.0
+            sc[3 * o + 1] = ref_tot[o]
+            sc[3 * o + 2] = m
+        out[h] = _f_value(sc, n_ord, factor, eps_smoothing)
+
+
+@njit(parallel=True)
+def aggregate(ids, cnt, optr, tot, nodes, bounds, weights, factor, eps_smoothing):
+    """chrF (0-1) of each candidate against the weighted mean n-gram counts of its segment's
+    pseudo-references (Vamvas & Sennrich 2024, "reference aggregation"), as fastChrF's
+    ``aggregate_chrf`` computes it: the candidate's counts times the weight sum W against the
+    weighted sums, so that unit weights stay exact integers. Arguments as :func:`pairwise`;
+    returns float64[n] (the candidates' entries). Parallel over segments."""
+    out = np.zeros(optr.shape[0])
+    for s in prange(bounds.shape[0]):
+        _aggregate_segment(ids, cnt, optr, tot, nodes[s], bounds[s], weights, factor, eps_smoothing, out)
+    return out
+
+
+@njit()
+def aggregate_serial(ids, cnt, optr, tot, nodes, bounds, weights, factor, eps_smoothing):
+    """:func:`aggregate` on the calling thread (a single segment)."""
+    out = np.zeros(optr.shape[0])
+    for s in range(bounds.shape[0]):
+        _aggregate_segment(ids, cnt, optr, tot, nodes[s], bounds[s], weights, factor, eps_smoothing, out)
+    return out

@@ -1,0 +1,117 @@
+"""Every setting of the package in one place: the environment variables it reads and the size
+thresholds that choose between code paths (docs/settings.md has the same table for users).
+
+Reading a setting never changes the process: the library sets no environment variable. Only the
+``kbest-bleu`` program (:mod:`kbest_bleu.program`) sets some for itself, before the libraries that
+read them are imported; those are listed in :data:`PROGRAM_SETS`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+__all__ = ["BATCH_BYTES", "COLD_NUMPY_ENGINE_BYTES", "ENVIRONMENT", "FORMAT_BATCH_ROWS", "MAX_PAIRS_PER_CHUNK",
+           "MAX_RESAMPLE_CELLS", "MAX_ROW_BYTES", "MMAP_THRESHOLD", "NUMPY_ENGINE_BYTES", "PROGRAM_SETS",
+           "RUNS_PER_THREAD", "SMALL_JOB_BYTES", "SMOOTHING_CHUNK_ROWS", "STALE_TEMPORARY_S", "TRIM_THRESHOLD",
+           "aot_enabled", "cache_home", "data_dir", "numba_cache_dir", "numba_threads", "spm_model"]
+
+# --- size thresholds (benchmarks/RESULTS.md has the measurements behind each) ---
+# below this many input bytes a job runs on the calling thread alone (a parallel launch costs more)
+SMALL_JOB_BYTES = 1 << 16
+# below this many bytes of hypothesis and reference text, a whole job is faster on the numpy
+# engine than with numba's fixed cost (benchmarks/RESULTS.md, "Engines")
+NUMPY_ENGINE_BYTES = 4 << 20
+# on a first run (no compiled kernel in numba's cache), jobs up to this many bytes of text run on
+# the numpy engine rather than compile first; above it, compiling pays off at once
+COLD_NUMPY_ENGINE_BYTES = 64 << 20
+# runs of segments per thread for the text kernel, handed out as threads come free (one run per
+# thread would leave a core idle while its thread waits behind the job's reader or writer)
+RUNS_PER_THREAD = 4
+# smoothing runs on row chunks of at least this size in threads
+SMOOTHING_CHUNK_ROWS = 32768
+# a parquet job's record batches hold about this many bytes of input
+BATCH_BYTES = 16 << 20
+# rows per record batch when a toolkit's K-best file (fairseq, Marian, Sockeye...) is streamed into
+# Arrow (kbest_bleu.files.formats); BATCH_BYTES of hypothesis text caps a batch too
+FORMAT_BATCH_ROWS = 1 << 16
+# a single row larger than this is refused (its segment would not fit a bounded batch)
+MAX_ROW_BYTES = 4 << 20
+# MBR: pairs of one chunk of segments (K x K each), so memory stays bounded for K = 1,000
+MAX_PAIRS_PER_CHUNK = 4_000_000
+# the program's malloc settings (kbest_bleu.program): blocks up to MMAP_THRESHOLD from the heap,
+# freed memory kept up to TRIM_THRESHOLD
+MMAP_THRESHOLD = 64 << 20
+TRIM_THRESHOLD = 128 << 20
+# paired significance tests: resamples x segments at most (each cell ~24 bytes of draws and counts)
+MAX_RESAMPLE_CELLS = 1 << 27
+# a temporary (an output's .NAME.kbest-tmp-*, a $TMPDIR/kbest_bleu-* work directory) this old, whose
+# owner cannot be checked (another host's, or its process id reused), was left by a killed run
+STALE_TEMPORARY_S = 24 * 3600
+
+# --- environment variables the package reads: name -> (default, meaning) ---
+ENVIRONMENT = {
+    "KBEST_BLEU_DATA": ("../shared/data beside the checkout, or ./shared/data",
+                        "where metaeval and the real-data tests find the shared MT data"),
+    "KBEST_BLEU_AOT": ("1", "0 turns off the ahead-of-time text kernels built by 'kbest-bleu warmup'"),
+    "NUMBA_CACHE_DIR": ("beside the sources (numba's default)",
+                        "where compiled kernels (and the ahead-of-time module) are kept"),
+    "NUMBA_NUM_THREADS": ("the CPUs the process may use", "the kernels' thread count (also --threads)"),
+    "NUMBA_DISABLE_JIT": ("0", "1 runs every kernel as plain Python (slow; for debugging)"),
+    "KBEST_BLEU_FLORES101_MODEL": ("sacrebleu's download in $SACREBLEU/models",
+                                   "SentencePiece model of tokenize=flores101 (also --spm-model)"),
+    "KBEST_BLEU_FLORES200_MODEL": ("sacrebleu's download in $SACREBLEU/models",
+                                   "SentencePiece model of tokenize=flores200 (also --spm-model)"),
+    "SACREBLEU": ("~/.sacrebleu", "sacrebleu's folder, where its downloaded SentencePiece models are looked for"),
+    "XDG_CACHE_HOME": ("~/.cache", "the user cache (metaeval's cached tables, kbest_bleu/)"),
+}
+# variables the kbest-bleu program sets for its own process, each only where the user did not
+PROGRAM_SETS = {
+    "NUMBA_THREADING_LAYER": "workqueue",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_WAIT_POLICY": "PASSIVE",
+    "ARROW_DEFAULT_MEMORY_POOL": "jemalloc (where pyarrow has it and pages are 4 KiB)",
+    "NUMBA_NUM_THREADS / OMP_NUM_THREADS": "the container's CPU quota, where it is below the CPUs",
+}
+
+
+def _get(name: str) -> Optional[str]:
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def aot_enabled() -> bool:
+    """Whether the ahead-of-time text kernels may serve (``KBEST_BLEU_AOT`` != 0, the JIT on)."""
+    return os.environ.get("KBEST_BLEU_AOT") != "0" and os.environ.get("NUMBA_DISABLE_JIT") != "1"
+
+
+def numba_cache_dir() -> Optional[Path]:
+    """``NUMBA_CACHE_DIR`` when set."""
+    value = _get("NUMBA_CACHE_DIR")
+    return Path(value) if value else None
+
+
+def numba_threads() -> Optional[int]:
+    """``NUMBA_NUM_THREADS`` when set to a positive integer."""
+    value = os.environ.get("NUMBA_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def data_dir() -> Optional[Path]:
+    """``KBEST_BLEU_DATA`` when set."""
+    value = _get("KBEST_BLEU_DATA")
+    return Path(value) if value else None
+
+
+def cache_home() -> Path:
+    """The package's user cache folder: ``$XDG_CACHE_HOME/kbest_bleu`` (``~/.cache/kbest_bleu``)."""
+    return Path(_get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbest_bleu"
+
+
+def spm_model(variable: str, file_name: str) -> Path:
+    """The SentencePiece model named by ``variable``, else sacrebleu's download of ``file_name``."""
+    value = _get(variable)
+    if value:
+        return Path(value)
+    return Path(_get("SACREBLEU") or Path.home() / ".sacrebleu") / "models" / file_name

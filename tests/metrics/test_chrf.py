@@ -1,0 +1,254 @@
+"""chrF / chrF++ (kbest_bleu.metrics.chrf) against sacrebleu 2.6.0's CHRF, sentence and corpus, on
+real WMT22 outputs and on fuzzed Unicode; pairwise chrF against sacrebleu per pair; aggregated chrF
+against a slow reference of the published definition (and fastChrF where it installs); the
+``score --metric chrf`` column against sacrebleu."""
+
+import itertools
+import string
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sacrebleu.metrics import CHRF
+
+from kbest_bleu.errors import InputError
+from kbest_bleu.metrics.chrf import (aggregate_chrf, chrf_from_stats, chrf_params, chrf_rows, chrf_scores,
+                                     chrf_segments, corpus_chrf, from_options, pairwise_chrf, sentence_chrf)
+from kbest_bleu.metrics.chrf import _kernels
+
+TOL = 1e-12  # on sacrebleu's 0-100 scale
+
+
+def _sacre(hyps, refs, **kw):
+    """sacrebleu's sentence scores (0-100) and corpus score of rows with their own reference lists
+    (no reference: one empty reference, as our rows without one)."""
+    metric = CHRF(**kw)
+    sent = np.array([metric.sentence_score(h, list(r) or [""]).score for h, r in zip(hyps, refs)])
+    width = max([len(r) for r in refs] + [1])
+    streams = [[(list(r) or [""])[i] if i < max(len(r), 1) else None for r in refs] for i in range(width)]
+    return sent, metric.corpus_score(list(hyps), streams).score
+
+
+def _options(char_order=6, word_order=0, beta=2, whitespace=False, lowercase=False, eps_smoothing=False):
+    return dict(char_order=char_order, word_order=word_order, beta=beta, whitespace=whitespace, lowercase=lowercase,
+                eps_smoothing=eps_smoothing)
+
+
+@pytest.fixture(scope="module")
+def wmt22(shared_data):
+    """240 real rows: 40 segments' outputs of six language pairs (Latin, Cyrillic, CJK), 1-2
+    references each, plus a third reference (another row's output) and an empty one on some rows."""
+    t = pq.read_table(shared_data / "wmt22_news_systems.parquet", columns=["lp", "segment_id", "hypothesis",
+                                                                            "references"])
+    lps = t["lp"].to_numpy(zero_copy_only=False)
+    rows = np.concatenate([np.flatnonzero(lps == lp)[:40] for lp in ("en-de", "cs-en", "en-zh", "en-ja", "en-ru",
+                                                                      "en-hr")])
+    sub = t.take(pa.array(rows))
+    hyps = sub["hypothesis"].to_pylist()
+    refs = sub["references"].to_pylist()
+    for i in range(0, len(refs), 7):
+        refs[i] = refs[i] + [hyps[(i + 3) % len(hyps)]]
+    for i in range(0, len(refs), 11):
+        refs[i] = refs[i] + [""]
+    return hyps, refs
+
+
+def test_python_whitespace_and_punctuation_sets():
+    space = np.array([bool(_kernels._is_space(c)) for c in range(0x110000)])
+    assert np.array_equal(space, np.array([chr(c).isspace() for c in range(0x110000)]))
+    assert [c for c in range(128) if _kernels._is_punct(c)] == [ord(c) for c in string.punctuation]
+
+
+# every combination of word order, whitespace, lowercase and smoothing at the defaults of the rest
+COMBOS = [_options(word_order=w, whitespace=s, lowercase=c, eps_smoothing=e)
+          for w, s, c, e in itertools.product((0, 2), (False, True), (False, True), (False, True))]
+# and the orders and betas around them
+COMBOS += [_options(char_order=n, word_order=w, beta=b) for n, w, b in ((1, 0, 2), (3, 2, 1), (8, 1, 3), (0, 2, 2),
+                                                                          (6, 3, 0), (4, 0, 0.5), (2, 2, 1.5))]
+
+
+@pytest.mark.parametrize("kw", COMBOS, ids=lambda kw: "-".join(f"{k[:2]}{int(v) if isinstance(v, bool) else v}"
+                                                                for k, v in kw.items()))
+def test_real_rows_equal_sacrebleu_sentence_and_corpus(wmt22, kw):
+    hyps, refs = wmt22
+    n = 120 if kw["char_order"] != 6 or kw["beta"] != 2 else len(hyps)
+    sent, corpus = _sacre(hyps[:n], refs[:n], **kw)
+    result = chrf_rows(hyps[:n], refs[:n], **kw)
+    assert np.abs(100 * result.score - sent).max() <= TOL
+    assert abs(100 * corpus_chrf(hyps[:n], refs[:n], **kw) - corpus) <= TOL
+    assert abs(100 * chrf_from_stats(result.stats.sum(axis=0), chrf_params(**kw)) - corpus) <= TOL
+
+
+def test_best_reference_is_sacrebleus_first_highest(wmt22):
+    hyps, refs = wmt22
+    result = chrf_rows(hyps, refs)
+    metric = CHRF()
+    for h, r, best in zip(hyps[:60], refs[:60], result.best_reference[:60]):
+        scores = [metric.sentence_score(h, [x]).score for x in r]
+        assert best == scores.index(max(scores))
+
+
+@pytest.mark.exhaustive
+def test_all_real_data_equals_sacrebleu(shared_data):
+    t = pq.read_table(shared_data / "wmt22_news_systems.parquet", columns=["hypothesis", "references"])
+    hyps, refs = t["hypothesis"].to_pylist(), t["references"].to_pylist()
+    for kw in (_options(), _options(word_order=2)):
+        sent, corpus = _sacre(hyps, refs, **kw)
+        assert np.abs(100 * chrf_scores(hyps, refs, **kw) - sent).max() <= TOL
+        assert abs(100 * corpus_chrf(hyps, refs, **kw) - corpus) <= TOL
+
+
+# tiny alphabets where clipping matters; every kind of whitespace (Python's str.split and more), a
+# combining mark, punctuation chrF++ splits off, characters whose lowercase differs in length
+ALPHABET = "ab" + " \t\n\x0b\x1c\x85\xa0\u1680\u2003\u2028\u3000\u200b" + "\u0301" + ".,(!-" + "AİΣ" + "中"
+texts = st.text(alphabet=ALPHABET, max_size=14)
+
+
+@pytest.mark.jit_free
+@given(st.lists(st.tuples(texts, st.lists(texts, max_size=3)), min_size=1, max_size=5),
+       st.sampled_from(COMBOS))
+def test_fuzzed_unicode_equals_sacrebleu(rows, kw):
+    hyps, refs = [h for h, _ in rows], [r for _, r in rows]
+    sent, corpus = _sacre(hyps, refs, **kw)
+    assert np.abs(100 * chrf_scores(hyps, refs, **kw) - sent).max() <= TOL
+    assert abs(100 * corpus_chrf(hyps, refs, **kw) - corpus) <= TOL
+
+
+def test_k_best_segments_and_repeated_hypotheses():
+    hyps = ["a cat sat", "a cat sat", "the cat", "", "a cat sat", "dogs."]
+    refs = [["a cat sat down", "the cat"], [], ["dogs!", "Dogs."]]
+    ptr = np.array([0, 3, 4, 6])
+    result = chrf_segments(hyps, refs, ptr, word_order=2)
+    rows = [refs[0]] * 3 + [refs[1]] + [refs[2]] * 2
+    sent, _ = _sacre(hyps, rows, word_order=2)
+    assert np.abs(100 * result.score - sent).max() <= TOL
+    assert result.best_reference[3] == -1 and result.score[3] == 0
+    assert sentence_chrf("a cat sat", "a cat sat down") == chrf_scores(["a cat sat"], [["a cat sat down"]])[0]
+
+
+def test_signature_is_sacrebleus_behind_our_name():
+    for kw in COMBOS[:16]:
+        metric = CHRF(**kw)
+        metric.corpus_score(["a"], [["a"]])
+        theirs = metric.get_signature().format()
+        ours = chrf_params(**kw).signature(nrefs=1)
+        name, fields = ours.split("|", 1)
+        assert name == f"kbest_bleu.chrF{kw['beta']}" + "+" * kw["word_order"]
+        assert fields.rsplit("|", 1)[0] == theirs.rsplit("|", 1)[0]
+    assert "nrefs" not in chrf_params().signature()
+
+
+# ---- pairwise and aggregated chrF ----
+
+SAMPLES = ["The cat sat on the mat.", "The cat sat on the hat.", "A cat sat on a mat.", "The cat sat on the mat.",
+           "x", "", "mat the on sat cat The", "the  cat, sat (on) the mat!"]
+
+
+@pytest.mark.parametrize("kw", [_options(), _options(word_order=2), _options(eps_smoothing=True, whitespace=True),
+                                _options(char_order=3, beta=1, lowercase=True)])
+def test_pairwise_equals_sacrebleu_per_pair(kw):
+    metric = CHRF(**kw)
+    expect = np.array([[metric.sentence_score(h, [r]).score for r in SAMPLES] for h in SAMPLES])
+    result = pairwise_chrf(SAMPLES, **kw)
+    assert np.abs(100 * result.matrix(0) - expect).max() <= TOL
+    weights = np.arange(1, len(SAMPLES) + 1, dtype=float)
+    weighted = pairwise_chrf(SAMPLES, weights=weights, matrix=False, **kw)
+    assert len(weighted.scores) == 0
+    assert np.abs(100 * weighted.expected - expect @ weights / weights.sum()).max() <= TOL
+    # two segments, each against a separate set of pseudo-references
+    cands, pseudo = SAMPLES[:5], SAMPLES[2:] + ["cat"]
+    result = pairwise_chrf(cands, [0, 2, 5], pseudo, [0, 4, 7], **kw)
+    assert np.abs(100 * result.matrix(0) - expect[:2, 2:6]).max() <= TOL
+    tail = np.array([[metric.sentence_score(h, [r]).score for r in pseudo[4:]] for h in cands[2:]])
+    assert np.abs(100 * result.matrix(1) - tail).max() <= TOL
+    assert np.abs(100 * result.expected - np.r_[expect[:2, 2:6].mean(1), tail.mean(1)]).max() <= TOL
+
+
+@given(st.lists(st.text(alphabet="ab .,", max_size=8), min_size=1, max_size=6), st.booleans())
+def test_pairwise_property_tiny_alphabet(cands, plus):
+    kw = _options(word_order=2 if plus else 0)
+    metric = CHRF(**kw)
+    expect = np.array([[metric.sentence_score(h, [r]).score for r in cands] for h in cands])
+    assert np.abs(100 * pairwise_chrf(cands, **kw).matrix(0) - expect).max() <= TOL
+
+
+def _slow_aggregate(cand, pseudo, weights, kw):
+    """Vamvas & Sennrich (2024): chrF of a candidate against the weighted mean n-gram counts of the
+    pseudo-references, with sacrebleu's n-gram extraction and F-score."""
+    metric = CHRF(**kw)
+    counts = [metric._extract_reference_info([r])["ref_ngrams"][0] for r in pseudo]
+    mean = [Counter() for _ in counts[0]]
+    for w, c in zip(weights, counts):
+        for order, ngrams in enumerate(c):
+            for g, n in ngrams.items():
+                mean[order][g] += w * n / sum(weights)
+    hyp = metric._extract_reference_info([cand])["ref_ngrams"][0]
+    stats = []
+    for h, r in zip(hyp, mean):
+        n_ref = sum(r.values())
+        stats += [sum(h.values()) if n_ref else 0, n_ref, sum(min(n, r[g]) for g, n in h.items() if g in r)]
+    return metric._compute_f_score(stats)
+
+
+@pytest.mark.parametrize("kw", [_options(), _options(word_order=2), _options(eps_smoothing=True)])
+def test_aggregate_equals_slow_reference(kw):
+    cands, pseudo = SAMPLES[:5], SAMPLES[1:]
+    weights = np.array([0.5, 2.0, 1.0, 0.25, 1.0, 3.0, 1.0])
+    got = aggregate_chrf(cands, None, pseudo, weights=weights, **kw)
+    expect = [_slow_aggregate(c, pseudo, weights, kw) for c in cands]
+    assert np.abs(100 * got - expect).max() <= 1e-9  # the mean counts are fractions here
+    unit = aggregate_chrf(cands, None, pseudo, **kw)
+    assert np.abs(100 * unit - [_slow_aggregate(c, pseudo, np.ones(len(pseudo)), kw) for c in cands]).max() <= TOL
+    # a weight of 2 is the pseudo-reference twice, exactly
+    twice = aggregate_chrf(cands, None, pseudo + [pseudo[0]], **kw)
+    assert np.array_equal(twice, aggregate_chrf(cands, None, pseudo, weights=[2.0] + [1.0] * 6, **kw))
+
+
+def test_aggregate_equals_fastchrf():
+    fastchrf = pytest.importorskip("fastchrf")
+    cands = SAMPLES + [s.upper() for s in SAMPLES[:4]]
+    got = aggregate_chrf(cands, [0, 6, 12], None)
+    theirs = fastchrf.aggregate_chrf([cands[:6], cands[6:]], [cands[:6], cands[6:]])
+    assert np.abs(100 * got - np.concatenate(theirs)).max() <= 1e-4  # fastChrF's float precision
+
+
+def test_pairwise_and_aggregate_reject_bad_input():
+    with pytest.raises(InputError, match="segments"):
+        pairwise_chrf(SAMPLES, [0, 3])
+    with pytest.raises(InputError, match="weights"):
+        pairwise_chrf(SAMPLES, weights=[1.0])
+    with pytest.raises(InputError, match="no pseudo-reference"):
+        aggregate_chrf(SAMPLES[:2], None, SAMPLES[:2], weights=[0.0, 0.0])
+    with pytest.raises(InputError, match="token lists"):
+        pairwise_chrf([["a", "b"]])
+    with pytest.raises(InputError, match="char_order"):
+        chrf_scores(["a"], [["a"]], char_order=-1)
+    with pytest.raises(InputError, match="both 0"):
+        from_options(char_order=0, word_order=0)
+    with pytest.raises(InputError, match="beta"):
+        chrf_params(beta=float("nan"))
+
+
+# ---- the batch job ----
+
+def test_score_command_adds_a_chrf_column_equal_to_sacrebleu(tmp_path):
+    from pathlib import Path
+
+    from kbest_bleu.cli import main
+    src = Path(__file__).resolve().parents[2] / "kbest_bleu" / "data" / "moses_100best_sample.parquet"
+    t = pq.read_table(src).slice(0, 200)
+    path, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pq.write_table(t, path)
+    assert main(["score", str(path), "-o", str(out), "-q", "--metric", "bleu,chrf", "--chrf-word-order", "2",
+                 "--stats"]) == 0
+    got = pq.read_table(out)
+    hyps, refs = t["hypothesis"].to_pylist(), t["references"].to_pylist()
+    sent, _ = _sacre(hyps, refs, word_order=2)
+    assert np.abs(100 * got["chrf"].to_numpy() - sent).max() <= TOL
+    assert got.column_names[-25:] == ["chrf"] + [f"chrf_{o}_{x}" for o in ("c1", "c2", "c3", "c4", "c5", "c6", "w1",
+                                                                         "w2") for x in ("hyp", "ref", "match")]
+    assert got.schema.metadata[b"kbest_bleu.signature.chrf"].decode().startswith("kbest_bleu.chrF2++|")
