@@ -20,9 +20,11 @@ import kbest_bleu.token_ids as T
 from kbest_bleu.bleu import corpus_bleu, corpus_score, score_kbest
 from kbest_bleu.config import BleuConfig
 from kbest_bleu.errors import InputError
+from kbest_bleu.stats import ngram_stats
 from kbest_bleu.token_ids import (
     TokenBleuScorer,
     pairwise_token_bleu,
+    segment_token_stats,
     self_token_bleu,
     token_bleu,
     token_ngram_stats,
@@ -325,6 +327,25 @@ def test_groups_sizes_and_pointers():
     want = token_bleu(hyps, [refs[0], refs[0], refs[1], refs[1], refs[1]])
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(token_bleu(hyps[:4], refs, groups=2), want[:4])
+
+
+def test_segment_stats_as_the_batch_job_counts():
+    """Arrow columns, references per segment or repeated per row, several configs sharing a count."""
+    hyps, refs, g = _random_table(6, n_seg=5, g=3)
+    seg_ptr = np.arange(0, 16, 3)
+    configs = (BleuConfig(tokenize="none"), BleuConfig(compat="nltk", smoothing=5, max_order=2, tokenize="none"))
+    want = ngram_stats([_text(h) for h in hyps], [[_text(r) for r in e] for e in refs], np.repeat(np.arange(5), 3),
+                       configs[0].make(configs[0], max_order=4))
+    hyp_col = pa.array(hyps, pa.list_(pa.int32()))
+    per_seg = pa.array(refs, pa.list_(pa.list_(pa.int64())))
+    per_row = pa.array([refs[i // g] for i in range(len(hyps))], pa.list_(pa.list_(pa.int32())))
+    for ref_col in (per_seg, per_row):
+        got = segment_token_stats(hyp_col, ref_col, seg_ptr, *configs)
+        assert got.max_order == 4 and _stats_rows(got) == _stats_rows(want)
+    changed = [refs[i // g] for i in range(len(hyps))]
+    changed[7] = changed[7][:-1] + [changed[7][-1] + [9]]
+    with pytest.raises(InputError, match="row 107 has references different from row 106"):
+        segment_token_stats(hyp_col, changed, seg_ptr, row_offset=100)
 
 
 # --- scorer, pairwise, self-BLEU ----------------------------------------------------------------

@@ -47,8 +47,8 @@ from ..errors import InputError
 from ..stats import BleuStats, check_group_pointers, counting_args, threads_for
 from ._inputs import reference_rows, rows
 
-__all__ = ["TokenBleuScorer", "pairwise_token_bleu", "self_token_bleu", "token_bleu", "token_config",
-           "token_ngram_stats", "token_rows"]
+__all__ = ["TokenBleuScorer", "pairwise_token_bleu", "segment_token_stats", "self_token_bleu", "token_bleu",
+           "token_config", "token_ngram_stats", "token_rows"]
 
 # below this many ids (hypotheses + references) one thread counts: a parallel launch costs more
 _PARALLEL_IDS = 1 << 14
@@ -59,7 +59,6 @@ _MAX_RUN = 1 << 24
 # reference ids below this (or below 8x the batch's reference ids) are looked up in a direct table
 _DIRECT_IDS = 1 << 16
 _DIRECT_PER_ID = 8
-_INT64 = np.dtype(np.int64)
 _OUT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
@@ -102,15 +101,15 @@ def token_config(config: Optional[BleuConfig] = None, **options: Any) -> BleuCon
     return _config(config, options)
 
 
-def _counted_orders(cfg: BleuConfig, stats_wanted: bool) -> tuple[int, int]:
+def _counted_orders(configs: tuple, stats_wanted: bool) -> tuple[int, int]:
     """(columns of the statistics, orders actually counted). Statistics handed to the caller hold
     every order :func:`kbest_bleu.stats.counting_args` names (N+1: smoothings 5 and 7 read it);
     for scores alone, only smoothings 5 and 7 read a column past ``counted_order``
     (:mod:`kbest_bleu.smoothing`), so the others skip counting it (~15% of the work)."""
-    n_cols, _ = counting_args(cfg)
-    if stats_wanted or cfg.smoothing in (5, 7):
+    n_cols, _ = counting_args(*configs)
+    if stats_wanted or any(c.smoothing in (5, 7) for c in configs):
         return n_cols, n_cols
-    return n_cols, cfg.counted_order
+    return n_cols, max(c.counted_order for c in configs)
 
 
 def _policy(cfg: BleuConfig) -> int:
@@ -187,24 +186,26 @@ def _segments(n_rows: int, entry_ptr: np.ndarray, groups: Any, index: Any, n_ent
     return segs
 
 
-def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: BleuConfig, stats_wanted: bool,
+def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfig | tuple", stats_wanted: bool,
            dedupe: bool = True) -> BleuStats:
-    """Run the kernels over ``segs``; ``n_out`` output rows."""
+    """Run the kernels over ``segs``; ``n_out`` output rows; ``cfg``: the config, or several
+    sharing one count (:func:`kbest_bleu.stats.counting_args`)."""
     from . import _kernels as k
 
+    configs = cfg if isinstance(cfg, tuple) else (cfg,)
     tok, hyp_ptr = hyp
     ref_tok, ref_ptr = ref
-    n_cols, n_count = _counted_orders(cfg, stats_wanted)
+    n_cols, n_count = _counted_orders(configs, stats_wanted)
     # column-major, as the text kernels' output: each order one contiguous column for the smoothings
     matches = np.zeros((n_cols, n_out), np.int32).T
     totals = np.zeros((n_cols, n_out), np.int32).T
     hyp_len, ref_len = np.zeros(n_out, np.int32), np.zeros(n_out, np.int32)
     n_ids = tok.size + ref_tok.size
-    policy = _policy(cfg)
+    policy = _policy(configs[0])
     n_vocab = _direct_vocab(ref_tok)
     n_threads = 1
     if n_ids >= _PARALLEL_IDS and len(segs) > 1:
-        with threads_for(8 * n_ids) as n_threads:
+        with threads_for(8 * n_ids) as n_threads:  # the package's thread count for a job this size
             pass
     cut = _thread_cut(hyp_ptr, ref_ptr, segs, n_threads * _RUNS_PER_THREAD if n_threads > 1 else 1)
 
@@ -294,6 +295,61 @@ def token_ngram_stats(hypotheses: Any, references: Any, *, pad_id: Any = None, g
     ids, ptr, entry_ptr = reference_rows(references, pad_id)
     segs = _segments(len(hyp[1]) - 1, entry_ptr, groups, None, "")
     return _count(hyp, (ids, ptr), segs, len(hyp[1]) - 1, cfg, stats_wanted=True)
+
+
+def segment_token_stats(hypotheses: Any, references: Any, seg_ptr: Any, *configs: BleuConfig, pad_id: Any = None,
+                        row_offset: int = 0) -> BleuStats:
+    """Statistics of a K-best table of token ids, as the batch job counts a chunk of segments.
+
+    Parameters
+    ----------
+    hypotheses : H rows of ids (an Arrow list<int32|int64> column, or any form :func:`token_rows` reads)
+    references : the references of each segment (S entries) or of each row (H entries: the rows of
+        a segment must repeat its first row's references, as for text)
+    seg_ptr : int64[S+1] row pointers of the segments
+    configs : the configs sharing this count (a job's extra smoothing columns); none: the default
+    row_offset : added to the row numbers of error messages (streaming jobs)
+
+    Returns
+    -------
+    BleuStats with H rows, counted to every order ``configs`` read (:func:`kbest_bleu.stats.counting_args`).
+    """
+    configs = tuple(_config(c, {}) for c in configs) or (_config(None, {}),)
+    hyp = token_rows(hypotheses, pad_id, "hypotheses")
+    n_rows = len(hyp[1]) - 1
+    gptr = check_group_pointers(seg_ptr, n_rows)
+    ids, ptr, entry_ptr = reference_rows(references, pad_id)
+    index = None
+    if len(entry_ptr) - 1 == n_rows and n_rows != len(gptr) - 1:
+        _check_rows_repeat(ids, ptr, entry_ptr, gptr, row_offset)
+        index = gptr[:-1]  # each segment takes its first row's references
+    segs = _segments(n_rows, entry_ptr, gptr, index, " (or one per hypothesis row)")
+    return _count(hyp, (ids, ptr), segs, n_rows, configs, stats_wanted=True)
+
+
+def _check_rows_repeat(ids: np.ndarray, ptr: np.ndarray, entry_ptr: np.ndarray, gptr: np.ndarray,
+                       row_offset: int) -> None:
+    """Raise :class:`InputError` naming the first row whose references differ from those of the
+    first row of its segment (count, lengths or ids); vectorized over the ids."""
+    n_rows = len(entry_ptr) - 1
+    owner = np.repeat(gptr[:-1], np.diff(gptr))
+    n_refs = np.diff(entry_ptr)
+    bad = n_refs != n_refs[owner]
+    if not bad.any():
+        ref_row = np.repeat(np.arange(n_rows), n_refs)
+        mate = entry_ptr[owner[ref_row]] + np.arange(len(ref_row)) - entry_ptr[ref_row]  # the owner's k-th reference
+        lens = np.diff(ptr)
+        diff_len = lens != lens[mate]
+        bad[ref_row[diff_len]] = True
+        if not bad.any():
+            ref_of = np.repeat(np.arange(len(lens)), lens)
+            at = ptr[mate[ref_of]] + np.arange(len(ids)) - ptr[ref_of]
+            bad[ref_row[ref_of[ids != ids[at]]]] = True
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise InputError(f"references: row {r + row_offset} has references different from row "
+                         f"{int(owner[r]) + row_offset}, the first row of its segment; the rows of one segment must "
+                         "share their references (or pass segment ids that separate them)")
 
 
 def token_bleu(hypotheses: Any, references: Any, *, pad_id: Any = None, groups: Any = None,

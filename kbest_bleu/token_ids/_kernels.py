@@ -2,25 +2,28 @@
 integer token ids, compared as 64-bit integers, without any vocabulary-sized table.
 
 Private: no validation happens here; :mod:`kbest_bleu.token_ids` checks dtypes, shapes and
-bounds before calling in. The kernels call each other, so they stay in this one file (numba's
-cache keys a compiled function by its own file: DESIGN.md section 5). Every kernel also runs as
+bounds before calling in. The kernels call each other, so they stay in this one file, declared
+through :func:`kbest_bleu.jit.njit` (the package's cache, keyed by this folder's contents:
+DESIGN.md section 5). Every kernel also runs as
 plain Python under ``NUMBA_DISABLE_JIT=1``: hashing keeps every intermediate below 2**62 through
 Python ints, so slots, and therefore the statistics, are the same bits both ways.
 
 Exactness (DESIGN.md section 3): nothing is hashed to an id that could collide. Per segment, the
-references' distinct ids are interned into local ids 0..v-1 in an open-addressing table keyed by
-the exact 64-bit id; the references' n-grams of order >= 2 form a trie whose edges live in a
-second table keyed by the exact pair (parent node, local id). A collision costs a probe, never a
-merged n-gram. A hypothesis id that no reference of its segment has matches nothing.
+references' distinct ids become local ids 0..v-1, through a direct table when the batch's
+reference ids are small non-negative integers, else an open-addressing table keyed by the exact
+64-bit id; the references' n-grams of order >= 2 form a trie whose edges live in a table keyed
+by the exact pair (parent node, local id). A collision costs a probe, never a merged n-gram. A
+hypothesis id that no reference of its segment has matches nothing.
 
-Both tables are reused by every segment of a run without being cleared: a slot holds its key and
-``(stamp << 32) | value``, and a slot whose stamp is not the current segment's is empty. Clip
-counts work the same way (:func:`_tally`). A segment therefore costs work proportional to its own
-tokens, whatever the ids' range and however large the run's tables are.
+The hashed tables are reused by every segment and order of a run without being cleared: a slot
+holds its key and ``(stamp << 32) | value``, and a slot whose stamp is not the current one is
+empty. The count arrays are set back to 0 position by position. A segment therefore costs work
+proportional to its own tokens, whatever the ids' range and however large the run's tables.
 """
 
 import numpy as np
-from numba import njit
+
+from ..jit import njit
 
 # reference-length policies (kbest_bleu.token_ids maps BleuConfig.ref_length to these)
 CLOSEST, SHORTEST, AVERAGE = 0, 1, 2
@@ -72,18 +75,6 @@ def _find(table, key, shift, stamp):
             return s
         s = (s + 1) & mask
     return s
-
-
-@njit(cache=True, inline="always")
-def _tally(tally, node, base):
-    """One more occurrence of ``node`` in the pass whose stamp is ``base >> 32``; returns the
-    node's count in this pass (a cell left by an earlier pass reads as 0)."""
-    cell = tally[node]
-    if cell < base:
-        cell = base
-    cell += 1
-    tally[node] = cell
-    return cell - base
 
 
 @njit(cache=True, inline="always")
@@ -154,16 +145,6 @@ def _run_sizes(hyp_ptr, ref_ptr, segs, s0, s1, n_count):
         n_hyp = max(n_hyp, h1 - h0)
         hyp_tok = max(hyp_tok, hyp_ptr[h1] - hyp_ptr[h0])
     return ref_tok, ref_ngrams, hyp_tok, n_hyp, n_ref
-
-
-@njit(cache=True, inline="always")
-def _lookup(t, local, n_vocab, uni, ushift, seg_stamp):
-    """The segment-local id of id ``t``, or -1 when no reference of the segment has it: a direct
-    index into ``local`` (ids in 0..n_vocab-1), or a probe of the hashed table ``uni``."""
-    if n_vocab > 0:
-        return local[t] if 0 <= t < n_vocab else -1
-    u = _find(uni, t, ushift, seg_stamp)
-    return uni[2 * u + 1] & _LOW32 if (uni[2 * u + 1] >> 32) == seg_stamp else -1
 
 
 @njit(cache=True, nogil=True)
