@@ -59,6 +59,7 @@ _MAX_RUN = 1 << 24
 # reference ids below this (or below 8x the batch's reference ids) are looked up in a direct table
 _DIRECT_IDS = 1 << 16
 _DIRECT_PER_ID = 8
+_DIRECT_MAX = 1 << 22  # at most 16 MiB of direct table per run, whatever the batch
 _OUT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
@@ -227,7 +228,7 @@ def _direct_vocab(ref_tok: np.ndarray) -> int:
     if ref_tok.size == 0:
         return 0
     lo, hi = int(ref_tok.min()), int(ref_tok.max())
-    return hi + 1 if lo >= 0 and hi < max(_DIRECT_IDS, _DIRECT_PER_ID * ref_tok.size) else 0
+    return hi + 1 if lo >= 0 and hi < min(max(_DIRECT_IDS, _DIRECT_PER_ID * ref_tok.size), _DIRECT_MAX) else 0
 
 
 def _thread_cut(hyp_ptr: np.ndarray, ref_ptr: np.ndarray, segs: np.ndarray, n_runs: int) -> np.ndarray:
