@@ -219,11 +219,47 @@ def score_kbest(hypotheses: Any, references: Any, segments: Any = None, **option
     return sentence_scores(ngram_stats(hypotheses, references, segments, cfg), cfg)
 
 
-def corpus_bleu(hypotheses: Any, references: Any, **options: Any) -> BleuResult:
-    """Corpus BLEU of H hypotheses, ``references[i]`` the references of hypothesis i.
+def corpus_bleu(hypotheses: Any, references: Any, *, references_layout: Optional[str] = None,
+                **options: Any) -> BleuResult:
+    """Corpus BLEU of H hypotheses.
 
-    Unlike sacrebleu (one list per reference stream), references are given per segment, as NLTK
-    does; ``list(zip(*streams))`` converts sacrebleu-style streams.
+    ``references_layout``: ``"rows"`` (``references[i]``: the references of hypothesis i, as NLTK)
+    or ``"streams"`` (``references[j]``: reference stream j, H strings, as sacrebleu's
+    ``corpus_bleu(hyps, [refs1, refs2])``). Left out, references are rows; but a list of H lists of
+    H strings (H >= 2) reads both ways, with different scores, and is refused until the layout is
+    given, and a list of lists of H strings that cannot be rows says so.
     """
+    if references_layout not in (None, "rows", "streams"):
+        raise InputError(f"references_layout: expected 'rows', 'streams' or None, found {references_layout!r}")
+    if references_layout is None:
+        _refuse_ambiguous_layout(hypotheses, references)
+    elif references_layout == "streams":
+        if isinstance(references, str) or not all(isinstance(s, (list, tuple)) for s in references):
+            raise InputError("references: with references_layout='streams', expected a list of reference streams, "
+                             "each a list of strings, one per hypothesis")
+        n = len(hypotheses)
+        lengths = sorted({len(s) for s in references})
+        if lengths != [n]:
+            raise InputError(f"references: with references_layout='streams', expected streams of {n} strings (one "
+                             f"per hypothesis), found streams of {', '.join(map(str, lengths)) or 'no'} strings")
+        references = [list(r) for r in zip(*references)]
     cfg = BleuConfig.make(**options)
     return corpus_score(ngram_stats(hypotheses, references, None, cfg), cfg)
+
+
+def _refuse_ambiguous_layout(hypotheses: Any, references: Any) -> None:
+    """InputError when a Python list of references reads as rows and as sacrebleu's streams."""
+    if not isinstance(references, (list, tuple)) or not references:
+        return
+    try:
+        n = len(hypotheses)
+    except TypeError:
+        return
+    if n < 2 or not all(isinstance(s, (list, tuple)) and len(s) == n for s in references):
+        return
+    if len(references) == n:
+        raise InputError(f"references: {n} lists of {n} strings read both as one list per hypothesis (rows, NLTK) "
+                         "and as reference streams (sacrebleu), with different scores; pass "
+                         "references_layout='rows' or references_layout='streams'")
+    raise InputError(f"references: {len(references)} lists of {n} strings for {n} hypotheses: reference streams "
+                     "(sacrebleu's layout), not one list per hypothesis; pass references_layout='streams'")

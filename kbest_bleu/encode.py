@@ -54,6 +54,8 @@ def _to_arrow(values: Any, what: str) -> pa.Array:
     if not isinstance(values, pa.Array):
         if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):  # pandas
             values = values.to_numpy()
+        if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype in (np.uint64, np.int64):
+            return from_numpy(values)  # as they are: uint64 ids above 2^63 do not fit Python's route to int64
         if isinstance(values, np.ndarray) and values.dtype.kind != "O":
             values = values.tolist()
         try:

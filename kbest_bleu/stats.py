@@ -87,7 +87,11 @@ class BleuStats:
     def __getitem__(self, rows: Any) -> "BleuStats":
         """Rows by slice, integer indices (1-best, oracle selections) or boolean mask."""
         if isinstance(rows, (int, np.integer)):
-            rows = slice(rows, rows + 1 if rows != -1 else None)
+            n = len(self)
+            if not -n <= rows < n:  # IndexError also ends iteration: list(stats) has len(stats) rows
+                raise IndexError(f"BleuStats row {int(rows)} out of range for {n} rows")
+            rows = int(rows) % n
+            rows = slice(rows, rows + 1)
         return BleuStats(self.matches[rows], self.totals[rows], self.hyp_len[rows], self.ref_len[rows])
 
     def sum(self) -> "BleuStats":

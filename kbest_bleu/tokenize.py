@@ -303,7 +303,11 @@ def _python_tokenizer(name: str, model: str = "") -> Callable[[list], list]:
         import sentencepiece
     except ImportError:
         raise InputError(f"tokenizer {name}: needs sentencepiece: {install_extra('flores')}") from None
-    sp = sentencepiece.SentencePieceProcessor(model_file=model)
+    try:
+        sp = sentencepiece.SentencePieceProcessor(model_file=model)
+    except (RuntimeError, OSError) as exc:  # a text file, a truncated model: sentencepiece's parse error
+        raise InputError(f"tokenizer {name}: {model!r} is not a readable SentencePiece model "
+                         f"({str(exc).strip().splitlines()[0][:200]}); give the model file with --spm-model") from None
     return lambda lines: [" ".join(pieces) for pieces in sp.encode(lines, out_type=str)]
 
 

@@ -23,7 +23,7 @@ from ..counting import numpy_engine_suits
 from ..counting.threads import thread_count
 from ..encode import check_segment_keys, check_utf8
 from ..errors import InputError
-from ..files.output import atomic_output, check_output, register_input
+from ..files.output import atomic_output, check_finite, check_output, register_input
 from ..files.references import Columns, ReferenceTable, require_columns
 from ..metrics.base import Metric
 from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
@@ -170,6 +170,8 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
         # most one chunk waits at each stage; a read or write error surfaces at the next chunk
         # or at the end. With one thread (--threads 1), everything runs inline.
         overlap = engine == "kernels" and thread_count() > 1  # numpy engine jobs run inline: small, or a first run
+        added = [f.name for f in out_schema if declared.get_field_index(f.name) < 0]  # what the job computes
+        row0 = 0
         with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as background:
             written = None
             for out in score_batches(batches, cfg, columns=columns, references=references, stats=stats,
@@ -180,6 +182,8 @@ def _write_scores(pf: pq.ParquetFile, declared: pa.Schema, sink: Any, cfg: BleuC
                     writer = _writer(sink, out.schema, compression, store_schema=not direct, free_text=scored)
                 if written is not None:
                     written.result()
+                check_finite(out, added, str(src), row0)  # never a NaN or inf written (files.output)
+                row0 += out.num_rows
                 written = background.submit(writer.write_batch, out) if overlap else writer.write_batch(out)
                 progress.update(out.num_rows)
                 if on_batch:

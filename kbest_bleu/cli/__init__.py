@@ -82,6 +82,9 @@ def _run(argv: list, check_declared_outputs, install_signal_handlers) -> int:
         collector.resume()  # only a scoring job's start-up runs without the collector
     try:
         check_declared_outputs()  # an output that is an input named on the command line: before any read
+        if sys.stdout is None and getattr(args, "output", None) in (None, "-") and not getattr(args, "scores", None):
+            raise InputError("standard output is closed (the command was started with >&-), so the results it "
+                             "prints would be lost; run it with stdout open (> FILE, or > /dev/null to discard)")
         return args.func(args)
     except InputError as exc:
         print(f"kbest-bleu {args.command}: error: {exc}", file=sys.stderr)

@@ -44,9 +44,9 @@ from typing import Iterator, Optional, Sequence
 from .. import settings
 from ..errors import InputError
 
-__all__ = ["TEMP_MARK", "atomic_output", "check_declared_outputs", "check_output", "command_scope", "copy_to_stdout",
-           "declare_output", "install_signal_handlers", "live_temporaries", "register_input", "registered_inputs", "remove_stale_temporaries",
-           "temporary_directory", "write_all"]
+__all__ = ["TEMP_MARK", "atomic_output", "check_declared_outputs", "check_finite", "check_output", "command_scope",
+           "copy_to_stdout", "declare_output", "install_signal_handlers", "live_temporaries", "reading",
+           "register_input", "registered_inputs", "remove_stale_temporaries", "temporary_directory", "write_all"]
 
 TEMP_MARK = ".kbest-tmp-"
 _OWNER = re.compile(re.escape(TEMP_MARK) + r"(\d+)(?:\.([0-9a-f]{8}))?")
@@ -141,6 +141,38 @@ def _refuse(dst: "Path | str", option: str, clash: tuple) -> None:
                      "after resolving links); writing it would destroy the input; choose a new output path")
 
 
+@contextlib.contextmanager
+def reading(path: "str | os.PathLike", what: str, expected: str = "a readable UTF-8 text file") -> Iterator[None]:
+    """The one guard for reading a side file (paraphrase tables, synonyms, function words, corpora,
+    models): ``path`` is registered as an input (:func:`register_input`), and what reading it
+    raises for a bad file (invalid UTF-8, a truncated or corrupt .gz/.bz2/.xz/zip, a file too big for
+    memory, a missing or unreadable file, Arrow's parse errors) becomes one :class:`InputError`
+    naming ``what`` (the option), the file and ``expected``."""
+    import gzip
+    import lzma
+    import zipfile
+    register_input(path, what)
+    where = f"{what} {os.fspath(path)!r}"
+    try:
+        yield
+    except InputError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: is not valid UTF-8 (byte {exc.object[exc.start:exc.start + 1].hex()} where text "
+                         f"was expected); expected {expected}; re-encode it as UTF-8") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError, zipfile.BadZipFile) as exc:
+        raise InputError(f"{where}: could not be decompressed ({type(exc).__name__}: {exc}); expected a complete "
+                         f"compressed file holding {expected}") from None
+    except MemoryError:
+        raise InputError(f"{where}: does not fit in memory (a corrupt header or a file far larger than expected); "
+                         f"expected {expected}") from None
+    except OSError as exc:
+        raise InputError(f"{where}: could not read it ({exc.strerror or exc}); expected {expected}") from None
+    except ValueError as exc:  # pyarrow's ArrowInvalid (a parse error), numbers that do not parse
+        raise InputError(f"{where}: could not be read ({str(exc).splitlines()[0][:200]}); expected "
+                         f"{expected}") from None
+
+
 def registered_inputs() -> list:
     """(path, option) of every input registered in the running command, in no particular order."""
     with _LOCK:
@@ -166,12 +198,15 @@ def _describe(path: "Path | str") -> str:
     return "the current directory" if str(path) == "." else f"{str(path)!r}"
 
 
-def _stdout_fd() -> int:
+def _stdout_fd() -> Optional[int]:
+    """stdout's file descriptor; None for a stream without one (an in-process caller's capture)."""
+    if sys.stdout is None or getattr(sys.stdout, "closed", False):  # started with >&-
+        raise InputError("-o -: standard output is closed; give an output file with -o FILE, or run the command "
+                         "with stdout open")
     try:
         return sys.stdout.fileno()
-    except (AttributeError, ValueError, OSError):  # None (started with fd 1 closed), closed, or not a file
-        raise InputError("-o -: standard output is closed or not a file; give an output file with -o FILE, or run "
-                         "the command with stdout open") from None
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is both
+        return None
 
 
 def check_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLike"] = (), option: str = "-o",
@@ -214,6 +249,30 @@ def check_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLik
     return dst
 
 
+# ---- what is written ------------------------------------------------------------------------------
+
+def check_finite(batch: "object", names: Sequence[str], where: str, row0: int = 0) -> None:
+    """Raise :class:`InputError` naming the first NaN or infinite value in the floating-point
+    columns ``names`` of an Arrow record batch (the columns a job adds; null is allowed, each
+    column documents what its nulls mean): no output holds NaN or inf. ``row0``: the batch's first
+    row in the input, for the message."""
+    import pyarrow as pa
+
+    from .. import arrow_compute as pc
+    from ..arrays import to_numpy
+    for name in names:
+        col = batch.column(name)
+        if not pa.types.is_floating(col.type):
+            continue
+        finite = pc.is_finite(col)
+        if finite.true_count + col.null_count == len(col):
+            continue
+        row = int(to_numpy(pc.indices_nonzero(pc.invert(finite)))[0])
+        raise InputError(f"{where}: column {name!r}, row {row0 + row}: the score is {col[row].as_py()!r}, which an "
+                         "output never holds; this input reaches a case the metric does not define (please report "
+                         "it with the row); the output was not written")
+
+
 # ---- temporaries --------------------------------------------------------------------------------
 
 def _pid_alive(pid: int) -> bool:
@@ -237,14 +296,11 @@ def _remove(path: Path) -> None:
 
 
 def _stale(path: Path, now: float) -> bool:
-    """Left by a killed process: this host's and its process gone, or older than STALE_TEMPORARY_S."""
+    """Left by a killed process: this host's with its process gone (one alive keeps its temporaries,
+    whatever their age), or another host's (or an unnamed owner's) older than STALE_TEMPORARY_S."""
     found = _OWNER.search(path.name)
     if found and (found.group(2) in (None, _host())):
-        pid = int(found.group(1))
-        if pid == os.getpid() and path in _LIVE:
-            return False
-        if not _pid_alive(pid):
-            return True
+        return not _pid_alive(int(found.group(1)))
     try:
         return now - path.lstat().st_mtime > settings.STALE_TEMPORARY_S and path not in _LIVE
     except OSError:
@@ -301,12 +357,20 @@ def copy_to_stdout(path: "str | os.PathLike", chunk: int = 1 << 20) -> None:
     ``sys.stdout`` holds."""
     fd = _stdout_fd()
     sys.stdout.flush()
+    sink = getattr(sys.stdout, "buffer", None) if fd is None else None
+    if fd is None and sink is None:
+        raise InputError("-o -: standard output takes text only (a caller's text stream); give -o FILE")
     with open(path, "rb") as f:
         while True:
             data = f.read(chunk)
             if not data:
                 break
-            write_all(fd, data)
+            if fd is not None:
+                write_all(fd, data)
+            else:  # a Python binary stream (BufferedWriter retries short writes itself)
+                sink.write(data)
+    if sink is not None:
+        sink.flush()
 
 
 def _is_special(path: Path) -> bool:

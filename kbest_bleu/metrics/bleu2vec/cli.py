@@ -10,17 +10,19 @@ import argparse
 import sys
 from typing import Any
 
+from ...cli.options import float_range, int_range, positive_int, reads, seed_int, threads_int, writes
+
 MODES = ("corrected", "faithful")
 
 
 def add_score_options(group: argparse._ArgumentGroup) -> None:
     """Add the BLEU2VEC options of ``kbest-bleu score`` (used with ``--metric ...,bleu2vec``)."""
-    group.add_argument("--embeddings", metavar="DIR",
+    group.add_argument("--embeddings", metavar="DIR", type=reads("--embeddings"),
                        help="BLEU2VEC: model directory (<name>.1gram.w2v.bin, ..., or <name>.joint.w2v.bin), "
                             "as written by 'kbest-bleu bleu2vec train'")
     group.add_argument("--bleu2vec-mode", choices=MODES, default="corrected",
                        help="BLEU2VEC: corrected (default, the paper done right) or faithful (the authors' bc4.py)")
-    group.add_argument("--bleu2vec-max-order", type=int, default=None,
+    group.add_argument("--bleu2vec-max-order", type=int_range(1, 9, "an n-gram order from 1 to 9"), default=None,
                        help="BLEU2VEC: highest n-gram order (default: 3 in both modes; faithful: bc4.py's 3)")
     group.add_argument("--bleu2vec-weights", default=None,
                        help="BLEU2VEC: comma-separated weights, one per order (default: corrected 1/N each, as "
@@ -28,7 +30,7 @@ def add_score_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--bleu2vec-smoothing", default=None,
                        help="BLEU2VEC corrected: Chen & Cherry smoothing 0-7 or a name on the fuzzy counts "
                             "(default: 3, exp, sacrebleu's sentence-level default; faithful: none, as bc4.py)")
-    group.add_argument("--bleu2vec-min-similarity", type=float, default=0.0,
+    group.add_argument("--bleu2vec-min-similarity", type=float_range(-1.0, 1.0, "a cosine from -1 to 1"), default=0.0,
                        help="BLEU2VEC corrected: fuzzy pairs below this cosine are not taken (default 0)")
     group.add_argument("--bleu2vec-tokenize", default=None,
                        help="BLEU2VEC corrected: core tokenizer (default 13a); faithful always splits on whitespace")
@@ -90,28 +92,28 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                           "and the paper's correlation table.")
     sub = p.add_subparsers(dest="bleu2vec_command", required=True)
     t = sub.add_parser("train", help="train separate (paper 2.1) and/or joint (2.2) n-gram word2vec models")
-    t.add_argument("corpus", help="plain text, one sentence per line (.gz read transparently)")
-    t.add_argument("-o", "--output", required=True, help="model directory to write")
+    t.add_argument("corpus", type=reads("bleu2vec train CORPUS"), help="plain text, one sentence per line (.gz read transparently)")
+    t.add_argument("-o", "--output", required=True, type=writes("-o"), help="model directory to write")
     t.add_argument("--orders", default="1,2,3", help="n-gram orders of the separate models (1,2,3)")
     t.add_argument("--joint", action="store_true", help="also train the joint model of section 2.2")
     t.add_argument("--name", default="model", help="file name prefix (<name>.<n>gram.w2v.bin)")
     t.add_argument("--tokenize", default="13a", help="core tokenizer applied to each line (13a)")
-    t.add_argument("--vector-size", type=int, default=300)
-    t.add_argument("--epochs", type=int, default=5)
+    t.add_argument("--vector-size", type=int_range(1, 100_000, "a vector size from 1 to 100000"), default=300)
+    t.add_argument("--epochs", type=positive_int, default=5)
     t.add_argument("--min-counts", default="5,30,50",
                    help="minimum counts per order, comma-separated (paper: bigrams 30, trigrams 50)")
-    t.add_argument("--workers", type=int, default=2)
-    t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--workers", type=threads_int, default=2)
+    t.add_argument("--seed", type=seed_int, default=1)
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
     m = sub.add_parser("metaeval", help="the paper's correlation table on WMT15/WMT17 DA and WMT22 systems")
     m.add_argument("--data", default=None, help="directory of the shared parquet data (default: $KBEST_BLEU_DATA, "
                                                 "else ../shared/data from the current directory, else beside the checkout)")
     m.add_argument("--models", default="out/bleu2vec_models", help="model directory (trained with --train)")
-    m.add_argument("--corpus-out", default="out/bleu2vec_corpus.txt",
+    m.add_argument("--corpus-out", default="out/bleu2vec_corpus.txt", type=writes("--corpus-out"),
                    help="where --train writes the deduplicated English training text")
     m.add_argument("--train", action="store_true", help="(re)train the separate and joint models first")
-    m.add_argument("--vector-size", type=int, default=100)
-    m.add_argument("--epochs", type=int, default=5)
-    m.add_argument("--workers", type=int, default=2)
+    m.add_argument("--vector-size", type=int_range(1, 100_000, "a vector size from 1 to 100000"), default=100)
+    m.add_argument("--epochs", type=positive_int, default=5)
+    m.add_argument("--workers", type=threads_int, default=2)
     m.set_defaults(func=_metaeval)

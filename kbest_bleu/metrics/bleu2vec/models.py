@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
@@ -23,6 +22,7 @@ import pyarrow.compute as pc
 
 from ...arrays import string_buffers
 from ...errors import InputError, install_extra
+from ...files.output import atomic_output, reading, register_input, temporary_directory
 
 __all__ = ["Embeddings", "from_arrays", "joint_epoch", "load_embeddings", "ngram_tokens", "read_corpus",
            "train"]
@@ -96,10 +96,19 @@ class Embeddings:
 
 
 def _normalised(vectors: np.ndarray) -> np.ndarray:
-    """Rows divided by their norm in float32 (gensim ``matutils.unitvec``); zero rows stay zero."""
+    """Rows divided by their norm in float32 (gensim ``matutils.unitvec``); zero rows stay zero.
+    Rows whose float32 squares overflow (norm above ~1e19) or fall into subnormals (below ~1e-19)
+    are normalised in float64 instead: a vector's direction, not its scale, is what BLEU2VEC
+    compares (cosines), so a model scaled by 1e30 or 1e-30 scores as the model itself."""
     v = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(v, axis=1).astype(np.float32)
-    return np.ascontiguousarray(v / np.where(norms > 0, norms, np.float32(1))[:, None], dtype=np.float32)
+    out = v / np.where(norms > 0, norms, np.float32(1))[:, None]
+    if v.ndim == 2 and v.shape[1]:
+        odd = (~(norms < 1e18)) | ((norms < 1e-18) & (np.abs(v).max(axis=1) > 0))
+        if odd.any():
+            wide = v[odd].astype(np.float64)
+            out[odd] = (wide / np.linalg.norm(wide, axis=1)[:, None]).astype(np.float32)
+    return np.ascontiguousarray(out, dtype=np.float32)
 
 
 def from_arrays(keys: dict, vectors: dict, joint: bool = False) -> Embeddings:
@@ -109,7 +118,13 @@ def from_arrays(keys: dict, vectors: dict, joint: bool = False) -> Embeddings:
     k_out, v_out = {}, {}
     for n in sorted(keys):
         k_out[n] = pa.array(list(keys[n]), pa.string())
-        v_out[n] = _normalised(vectors[n])
+        raw = np.asarray(vectors[n])
+        if raw.size and not np.isfinite(raw).all():  # a NaN vector would make every cosine with it NaN
+            row = int(np.flatnonzero(~np.isfinite(raw).all(axis=-1))[0]) if raw.ndim == 2 else 0
+            key = k_out[n][row].as_py() if row < len(k_out[n]) else row
+            raise InputError(f"embeddings order {n}: the vector of {key!r} holds NaN or inf; expected finite "
+                             "vectors (retrain or repair the model)")
+        v_out[n] = _normalised(raw)
         if len(k_out[n]) != len(v_out[n]):
             raise InputError(f"embeddings order {n}: expected one vector per key, found "
                              f"{len(k_out[n])} keys and {len(v_out[n])} vectors")
@@ -124,9 +139,13 @@ def _read_word2vec(path: Path) -> tuple[list, np.ndarray]:
         from gensim.models import KeyedVectors
     except ImportError:
         raise InputError(f"BLEU2VEC embeddings need gensim; install it with {install_extra('bleu2vec')}") from None
+    register_input(path, "--embeddings")  # never an output of the running command
     try:
         kv = KeyedVectors.load_word2vec_format(str(path), binary=path.suffix == ".bin")
-    except (OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
+    except MemoryError:  # a header claiming more vectors than memory holds
+        raise InputError(f"{path}: the word2vec header declares more vectors than fit in memory; expected a "
+                         "complete word2vec model (a corrupt or foreign file?)") from None
+    except (OSError, ValueError, UnicodeDecodeError, EOFError, KeyError, IndexError) as exc:
         raise InputError(f"{path}: expected a word2vec {'binary' if path.suffix == '.bin' else 'text'} "
                          f"model, could not read it ({exc})") from None
     return list(kv.index_to_key), kv.vectors
@@ -178,7 +197,8 @@ def read_corpus(path: "str | Path", tokenize: str = "13a") -> list[list[str]]:
     if not p.is_file():
         raise InputError(f"corpus: expected a text file, one sentence per line, found {str(p)!r}")
     opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt", encoding="utf-8") as fh:
+    with reading(p, "corpus", "UTF-8 text, one sentence per line (.gz allowed)"), \
+            opener(p, "rt", encoding="utf-8") as fh:
         lines = [line.rstrip("\n") for line in fh]
     tokens, ptr = core_tokenize(pa.array(lines, pa.string()), tokenize)
     flat = tokens.to_pylist()
@@ -256,7 +276,7 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
     jobs = [(n, f"{name}.{n}gram.w2v.bin") for n in orders] + ([(0, f"{name}.joint.w2v.bin")] if joint else [])
     paths = []
     bar = _progress(len(jobs) * epochs, progress)
-    with tempfile.TemporaryDirectory() as tmp:
+    with temporary_directory("kbest_bleu-bleu2vec-") as tmp:  # removed on every exit, signals included
         text = Path(tmp) / "tokens.txt"
         for n, fname in jobs:
             if n:
@@ -271,7 +291,8 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
             else:
                 model = _train_joint(Word2Vec, sentences, orders, mc, epochs, settings, seed, bar, text)
             path = out / fname
-            model.wv.save_word2vec_format(str(path), binary=True)
+            with atomic_output(path, [corpus], "-o") as partial:  # whole models only, never the corpus
+                model.wv.save_word2vec_format(str(partial), binary=True)
             paths.append(path)
     bar.close()
     return paths

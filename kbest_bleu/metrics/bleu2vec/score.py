@@ -196,9 +196,11 @@ def _weights(weights: Any, max_order: Optional[int], default: tuple) -> tuple:
         n = max_order or len(default)
         return default if n == len(default) else tuple([1.0 / n] * n)
     w = tuple(float(x) for x in weights)
-    if not w or any(not x >= 0 for x in w) or (max_order is not None and len(w) != max_order):
-        raise InputError(f"bleu2vec weights: expected {max_order or 'one per order'} non-negative weights, "
-                         f"found {weights!r}")
+    # finite: an infinite weight times a zero log precision is NaN in the scores
+    if (not w or any(not 0 <= x < float("inf") for x in w) or (max_order is not None and len(w) != max_order)
+            or not 0 < sum(w) < float("inf")):
+        raise InputError(f"bleu2vec weights: expected {max_order or 'one per order'} non-negative weights (finite, "
+                         f"with a positive sum), found {weights!r}")
     return w
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ...cli.options import reads
+
 LANGS = ("en", "cz", "cs", "de", "es", "fr", "ru", "other")
 
 
@@ -23,7 +25,7 @@ def add_score_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--meteor-norm", action="store_true",
                        help="Meteor: the jar's -norm: its tokenizer/normalizer, then lowercasing (en, cz, de, es, "
                             "fr, ru; docs/meteor.md)")
-    group.add_argument("--meteor-function-words", metavar="FILE", default=None,
+    group.add_argument("--meteor-function-words", metavar="FILE", default=None, type=reads("--meteor-function-words"),
                        help="Meteor: function-word list, one word per line (the jar's -s FILE)")
 
 

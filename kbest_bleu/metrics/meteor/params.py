@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from ...errors import InputError
+from ...files.output import reading
 from .normalize import NBP_FILES
 
 __all__ = ["MeteorParams", "meteor_params", "read_function_words"]
@@ -80,11 +81,10 @@ def _shipped_words(name: str) -> frozenset:
 
 def read_function_words(path: str | Path) -> frozenset:
     """A function-word file as the jar reads it (``-s FILE``): one word per line, UTF-8, kept as is."""
-    try:
+    # one guard (files.output.reading): registered as an input; a missing, unreadable or non-UTF-8
+    # file is one InputError naming the option
+    with reading(path, "Meteor function words (--meteor-function-words)", "a UTF-8 file with one word per line"):
         return frozenset(Path(path).read_text("utf-8").splitlines())
-    except OSError as exc:
-        raise InputError(f"Meteor function words: could not read {path!r} ({exc}); expected a UTF-8 file "
-                         "with one word per line") from None
 
 
 def meteor_params(lang: str = "en", jar_compat: bool = False, lowercase: bool = False,

@@ -232,7 +232,10 @@ def system_meteor(result: MeteorResult, params: MeteorParams | None = None) -> f
 
 def output_fields(name: str, stats: bool) -> list[pa.Field]:
     """The columns of a Meteor-based metric ``name``: its score, and with ``stats`` the jar's
-    P, R, fragmentation penalty and the 11 -ssOut statistics of the exact module."""
+    P, R, fragmentation penalty and the 11 -ssOut statistics of the exact module. P, R and the
+    penalty are null where the jar prints NaN (0/0: P of an empty hypothesis, R of an empty
+    reference, the penalty without matches): an output column holds no NaN
+    (docs/failure_behaviour.md)."""
     fields = [pa.field(name, pa.float64())]
     if stats:
         fields += [pa.field(f"{name}_{x}", pa.float64()) for x in ("precision", "recall", "frag_penalty")]
@@ -244,7 +247,7 @@ def output_arrays(result: MeteorResult, stats: bool) -> list[pa.Array]:
     """The arrays of :func:`output_fields`, in the same order."""
     arrays = [pa.array(result.score)]
     if stats:
-        arrays += [pa.array(a) for a in (result.precision, result.recall, result.fragmentation)]
+        arrays += [pa.array(a, mask=np.isnan(a)) for a in (result.precision, result.recall, result.fragmentation)]
         arrays += [pa.array(np.ascontiguousarray(result.stats[:, c])) for c in _STAT_COLUMNS]
     return arrays
 

@@ -87,8 +87,8 @@ def _tag_sentences(sentences: list, analyzer: str) -> tuple[list, list]:
                 lemmas.append(wnl.lemmatize(word.lower(), _WN.get(tag[:1], "n")))
                 tags.append(tag[:1] if tag[:1] in _WN else tag)
     else:
+        nlp = _spacy(analyzer[6:])  # first: a missing spaCy is one message, not an ImportError
         from spacy.tokens import Doc
-        nlp = _spacy(analyzer[6:])
         for doc in nlp.pipe(Doc(nlp.vocab, words=tokens) for tokens in sentences):
             lemmas += [t.lemma_.lower() for t in doc]
             tags += [t.pos_ for t in doc]

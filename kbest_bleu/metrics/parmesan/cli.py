@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ...cli.options import probability, reads, writes
+
 ANALYZERS_HELP = "lower (lowercased words, no POS), columns, simplemma, nltk, spacy:<model> (spacy:cs_core_news_sm)"
 
 
 def add_score_options(group: argparse._ArgumentGroup) -> None:
     """Options of ``kbest-bleu score --metric parmesan`` (``--lang`` is Meteor's, shared)."""
-    group.add_argument("--paraphrases", metavar="TABLE.tsv", default=None,
+    group.add_argument("--paraphrases", metavar="TABLE.tsv", default=None, type=reads("--paraphrases"),
                        help="Parmesan: paraphrase table (lemma_ref lemma_hyp pos source [prob]); "
                             "see kbest-bleu parmesan build-table")
     group.add_argument("--paraphrase-sources", default="wordnet,meteor",
@@ -70,20 +72,20 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("parmesan", help="Parmesan (Barancikova 2014): paraphrase tables, metaeval")
     sub = p.add_subparsers(dest="parmesan_command", required=True)
     b = sub.add_parser("build-table", help="filter a Meteor paraphrase table as Parmesan section 3.1")
-    b.add_argument("input", help="Meteor paraphrase table: paraphrase-xx.gz (3 lines per pair) or "
+    b.add_argument("input", type=reads("build-table IN"), help="Meteor paraphrase table: paraphrase-xx.gz (3 lines per pair) or "
                                  "prob<TAB>word<TAB>paraphrase")
-    b.add_argument("-o", "--output", required=True, help="output TSV: lemma_ref lemma_hyp pos source prob")
-    b.add_argument("--synonyms", default=None,
+    b.add_argument("-o", "--output", required=True, type=writes("-o"), help="output TSV: lemma_ref lemma_hyp pos source prob")
+    b.add_argument("--synonyms", default=None, type=reads("--synonyms"),
                    help="WordNet synsets in Meteor's format (english.synsets: word line, synset-ids line); "
                         "pairs found there are tagged wordnet / both")
     b.add_argument("--analyzer", default="simplemma", help=f"lemmas/POS of the words: {ANALYZERS_HELP}")
     b.add_argument("--lang", default="en", help="language code for the analyzer (en, cs, ...)")
-    b.add_argument("--min-prob", type=float, default=0.0, help="drop Meteor pairs below this probability")
+    b.add_argument("--min-prob", type=probability, default=0.0, help="drop Meteor pairs below this probability")
     b.set_defaults(func=_build_table)
     m = sub.add_parser("metaeval", help="the paper's correlations as far as the shared data allow")
     m.add_argument("--data", default=None, help="shared data folder (default: $KBEST_BLEU_DATA, else ../shared/data from the current "
                                                 "directory, else beside the checkout)")
-    m.add_argument("--paraphrases", default=None,
+    m.add_argument("--paraphrases", default=None, type=reads("--paraphrases"),
                    help="English table for the into-English experiment (default: built from pycocoevalcap's "
                         "Meteor data)")
     m.add_argument("--experiment", choices=("all", "en-cs", "into-en"), default="all")

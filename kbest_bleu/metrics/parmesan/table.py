@@ -16,13 +16,15 @@ import io
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ... import settings
 from ...errors import InputError
+from ...files.output import atomic_output, reading
 from .analyze import analyze_words
 
 __all__ = ["CompiledTable", "ParaphraseTable", "build_table", "compile_table", "read_meteor_pairs",
@@ -106,7 +108,8 @@ def read_table(path: Union[str, Path], directed: bool = False,
                          "build one with kbest-bleu parmesan build-table")
     opener = gzip.open if path.suffix == ".gz" else open
     rows = []
-    with opener(path, "rt", encoding="utf-8") as f:
+    with reading(path, "paraphrase table (--paraphrases)", "a UTF-8 paraphrase table (TSV, .gz allowed)"), \
+            opener(path, "rt", encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             line = line.rstrip("\n")
             if not line or line.startswith("#"):
@@ -123,6 +126,9 @@ def read_table(path: Union[str, Path], directed: bool = False,
             except ValueError:
                 raise InputError(f"paraphrase table {path} line {n}: expected a probability, "
                                  f"found {cols[4]!r}") from None
+            if not 0 <= prob <= 1:  # NaN too
+                raise InputError(f"paraphrase table {path} line {n}: expected a probability in [0, 1], "
+                                 f"found {cols[4]!r}")
             if cols[3] in sources or (cols[3] == "both" and sources):
                 rows.append((cols[0], cols[1], cols[2], SOURCES.index(cols[3]), prob))
     return _merge(rows, directed)
@@ -149,9 +155,16 @@ def read_meteor_pairs(path: Union[str, Path]) -> tuple[np.ndarray, pa.Array, pa.
         raise InputError(f"build-table: expected a Meteor paraphrase table file, found nothing at {path}")
     import pyarrow.csv as pacsv
     # one column of whole lines (no delimiter, no quoting): Arrow reads millions of lines at once
-    lines = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=["line"]),
-                           parse_options=pacsv.ParseOptions(delimiter="\x1f", quote_char=False),
-                           convert_options=pacsv.ConvertOptions(column_types={"line": pa.string()}))["line"]
+    if path.stat().st_size == 0:
+        raise InputError(f"build-table {path}: the file is empty; expected a Meteor paraphrase table")
+    # a line longer than Arrow's block (1 MiB by default) is read in a block as large as the file's
+    # longest possible line, up to the file itself (MAX_ROW_BYTES bounds it)
+    block = max(1 << 20, min(path.stat().st_size + 1, settings.MAX_ROW_BYTES))
+    with reading(path, "build-table IN", "a UTF-8 Meteor paraphrase table (.gz allowed), lines up to "
+                 f"{settings.MAX_ROW_BYTES:,} bytes"):
+        lines = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=["line"], block_size=block),
+                               parse_options=pacsv.ParseOptions(delimiter="\x1f", quote_char=False),
+                               convert_options=pacsv.ConvertOptions(column_types={"line": pa.string()}))["line"]
     lines = lines.filter(pc.invert(pc.starts_with(lines, "#"))).combine_chunks()
     tabbed = len(lines) and "\t" in lines[0].as_py()
     if tabbed:
@@ -169,6 +182,10 @@ def read_meteor_pairs(path: Union[str, Path]) -> tuple[np.ndarray, pa.Array, pa.
         prob = pc.cast(prob_s, pa.float64()).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid as exc:
         raise InputError(f"build-table {path}: expected a probability per pair ({exc})") from None
+    bad = np.flatnonzero(~((prob >= 0) & (prob <= 1)))  # NaN fails both
+    if bad.size:
+        raise InputError(f"build-table {path}: pair {int(bad[0])} (from 0) has probability {prob[bad[0]]!r}; expected "
+                         "probabilities in [0, 1]")
     return prob, w1, w2
 
 
@@ -179,10 +196,11 @@ def read_synsets(path: Union[str, Path]) -> tuple[list, list]:
     ``JAR!member`` to read it from inside ``meteor-1.5.jar``. Both directions are listed."""
     jar, _, member = str(path).partition("!")
     if member:
-        with zipfile.ZipFile(jar) as z:
+        with reading(jar, "--synonyms", "Meteor's jar holding a UTF-8 synsets file"), zipfile.ZipFile(jar) as z:
             text = io.TextIOWrapper(z.open(member), encoding="utf-8").read()
     elif Path(path).is_file():
-        text = Path(path).read_text(encoding="utf-8")
+        with reading(path, "--synonyms", "a UTF-8 synsets file (a word line, then its synset ids)"):
+            text = Path(path).read_text(encoding="utf-8")
     else:
         raise InputError(f"build-table: expected a synsets file, found nothing at {path}")
     lines = text.split("\n")
@@ -234,17 +252,19 @@ def build_table(input: Union[str, Path], output: Union[str, Path], analyzer: str
         rows += zip(lx.filter(k).to_pylist(), ly.filter(k).to_pylist(), px.filter(k).to_pylist(),
                     [rank] * int(keep.sum()), p[keep].tolist())
     merged = _merge(rows, directed=True)
-    write_table(merged, output)
+    write_table(merged, output, [input, synonyms])
     counts["kept"] = len(merged)
     counts["wordnet"] = int((merged.rank == RANK_WORDNET).sum())
     counts["both"] = int((merged.rank == RANK_BOTH).sum())
     return counts
 
 
-def write_table(table: ParaphraseTable, output: Union[str, Path]) -> None:
-    """Write ``table`` in the table file format, sorted by reference lemma, preference."""
+def write_table(table: ParaphraseTable, output: Union[str, Path], inputs: Sequence = ()) -> None:
+    """Write ``table`` in the table file format, sorted by reference lemma, preference, atomically
+    (:func:`kbest_bleu.files.output.atomic_output`: ``inputs`` are refused as ``output``)."""
     order = np.lexsort((table.order, -table.prob, table.rank, np.array(table.ref, dtype=object).astype(str)))
-    with open(output, "w", encoding="utf-8") as f:
+    # atomically: a full disk or a failure leaves the previous table; an input is refused as output
+    with atomic_output(output, inputs, "-o") as partial, open(partial, "w", encoding="utf-8") as f:
         f.write("# lemma_ref\tlemma_hyp\tpos\tsource\tprob  (kbest-bleu parmesan build-table)\n")
         for i in order:
             prob = "" if table.rank[i] == RANK_WORDNET else repr(float(table.prob[i]))
