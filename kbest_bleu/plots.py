@@ -182,9 +182,12 @@ def bleu_by_rank(bleu: np.ndarray, seg_ptr: np.ndarray,
     interpolation) of the sentence BLEU of the hypotheses at position r + 1 of every list long
     enough to have one, and how many there are.
     """
+    import warnings
     values = _padded(bleu, seg_ptr, np.nan)
     n = (~np.isnan(values)).sum(axis=0)
-    return np.nanquantile(values, list(quantiles), axis=0), n
+    with warnings.catch_warnings():  # a position where every value is NaN: NaN, without numpy's warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanquantile(values, list(quantiles), axis=0), n
 
 
 def _figure(width: float, height: float):
@@ -267,9 +270,9 @@ def plot_bars(groups: Mapping[str, Mapping[str, float]], path: "str | os.PathLik
               ylabel: str) -> None:
     """A grouped bar chart: one group of bars per key of ``groups`` (e.g. a test set), one bar per
     key of its mapping (e.g. a smoothing), in the order given; NaN bars are left out."""
-    fig = _figure(max(6.0, 0.55 * sum(len(g) for g in groups.values()) + 2), 4.2)
-    ax = fig.subplots()
     labels = list(dict.fromkeys(k for g in groups.values() for k in g))
+    fig = _figure(min(14.0, max(6.0, 0.3 * len(labels) * len(groups) + 2)), 4.2)
+    ax = fig.subplots()
     width = 0.8 / max(len(groups), 1)
     x = np.arange(len(labels))
     for i, (name, values) in enumerate(groups.items()):

@@ -22,7 +22,7 @@ LAYERS = [
     ("batch", {"batch"}),
     ("tuning", {"tuning"}),
     ("research", {"research"}),
-    ("program", {"cli", "program", "__main__", "warmup"}),
+    ("program", {"cli", "program", "__main__", "warmup", "plots"}),
 ]
 
 

@@ -117,7 +117,7 @@ def test_summary_one_best_and_oracle():
 
 
 def test_cli_runs_on_bundled_sample():
-    out = subprocess.run([sys.executable, "-m", "kbest_bleu", "score", "--quiet"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "kbest_bleu", "score"], capture_output=True,
                          text=True, check=True)
     assert "rows 5,000  segments 50" in out.stdout and "oracle corpus BLEU" in out.stdout
 

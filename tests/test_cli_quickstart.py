@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "cli.md"]  # the session runs through them in this order
-TIMING = re.compile(r"time [0-9.]+ s \([0-9,]+ rows/s\)")
+TIMING = re.compile(r"wall time [0-9.]+ s \([0-9,]+ rows/s, whole job\)")
 
 
 def _session(text: str) -> list:

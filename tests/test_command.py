@@ -39,7 +39,7 @@ def test_the_program_writes_what_main_writes_and_its_summary(tmp_path, capsys):
 def test_the_program_flushes_a_parquet_file_written_to_a_pipe(tmp_path):
     """``-o -``: the whole parquet file through stdout before the process exits."""
     assert main(["score", str(SAMPLE), "-t", "none", "-q", "--stats", "-o", str(tmp_path / "m.parquet")]) == 0
-    out = _run(["score", str(SAMPLE), "-t", "none", "-q", "--stats", "-o", "-"])
+    out = _run(["score", str(SAMPLE), "-t", "none", "--stats", "-o", "-"])
     assert out.returncode == 0, out.stderr
     assert pq.read_table(pa.BufferReader(out.stdout)).equals(pq.read_table(tmp_path / "m.parquet"))
     assert b"rows 5,000" in out.stderr  # the summary goes to stderr when the data takes stdout

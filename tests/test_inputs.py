@@ -122,7 +122,7 @@ def _cfg():
 
 def test_bundled_sample_scores_by_path_and_outputs_keep_the_key(tmp_path, capsys):
     from kbest_bleu.cli import SAMPLE
-    assert main(["score", str(SAMPLE), "-q", "-t", "none"]) == 0
+    assert main(["score", str(SAMPLE), "-t", "none"]) == 0
     assert "rows 5,000  segments 50" in capsys.readouterr().out
     out = _scored(tmp_path, [SAMPLE, "-t", "none"])
     assert json.loads(out.schema.metadata[b"kbest_bleu.segment"]) == ["iteration", "segment_id"]

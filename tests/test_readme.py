@@ -70,7 +70,7 @@ def test_tuning_example():
 
 
 def test_command_line_session(capsys):
-    assert main(["score", "-q", "-t", "none"]) == 0
+    assert main(["score", "-t", "none"]) == 0
     got = capsys.readouterr()
     readme = PAGES[0].read_text(encoding="utf-8")
     block = readme[readme.index("$ kbest-bleu score -t none\n"):]

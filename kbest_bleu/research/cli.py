@@ -37,13 +37,37 @@ def _cmd_wmt12(a: argparse.Namespace) -> int:
 
     from .metaeval import wmt12_table
     cfg = _config(a)
+    _check_plot(a)
     seg, pairs = (pq.read_table(p) for p in _need(a, ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"]))
+    chart = {}
     for title, lps in (("into English", ["cs-en", "de-en", "es-en", "fr-en"]),
                        ("out of English", ["en-cs", "en-de", "en-es", "en-fr"])):
         print(f"\nWMT12 newstest2012, {title} ({', '.join(lps)}; mean over pairs), {_signature(cfg)}\n")
-        print(markdown(["BLEU", "seg tau", "sys Pearson", "sys Spearman"],
-                       wmt12_table(seg, pairs, lps, cfg, a.tau_variant)))
+        rows = wmt12_table(seg, pairs, lps, cfg, a.tau_variant)
+        print(markdown(["BLEU", "seg tau", "sys Pearson", "sys Spearman"], rows))
+        chart[title] = {_row_label(r[0]): r[1] for r in rows}
+    _bars(a, chart, f"WMT12 segment-level Kendall tau ({a.tau_variant} variant) by BLEU smoothing", "seg tau")
     return 0
+
+
+def _row_label(row) -> str:
+    """A smoothing row of the tables as the chart names it: crp (corpus BLEU) or s0-s7."""
+    return str(row) if isinstance(row, str) else f"s{row}"
+
+
+def _check_plot(a: argparse.Namespace) -> None:
+    """--plot's path and matplotlib checked before the tables are computed."""
+    if getattr(a, "plot", None):
+        from ..plots import check_plot_path
+        check_plot_path(a.plot)
+
+
+def _bars(a: argparse.Namespace, groups: dict, title: str, ylabel: str) -> None:
+    """--plot: the table's per-smoothing column as a bar chart (one group of bars per block)."""
+    if getattr(a, "plot", None):
+        from ..plots import plot_bars
+        plot_bars(groups, a.plot, title, ylabel)
+        print(f"\nkbest-bleu metaeval: drew {a.plot}")
 
 
 def _cmd_mqm(a: argparse.Namespace) -> int:
@@ -51,10 +75,14 @@ def _cmd_mqm(a: argparse.Namespace) -> int:
 
     from .metaeval import mqm_table
     cfg = _config(a)
+    _check_plot(a)
     (path,) = _need(a, ["wmt22_zhen_mtme.parquet"])
     print(f"\nWMT22 zh-en, MQM, {_signature(cfg)}\n")
-    print(markdown(["BLEU", "seg tau-b", "seg Pearson", "sys Pearson", "sys Spearman"],
-                   mqm_table(pq.read_table(path), cfg)))
+    header = ["BLEU", "seg tau-b", "seg Pearson", "sys Pearson", "sys Spearman"]
+    rows = mqm_table(pq.read_table(path), cfg)
+    print(markdown(header, rows))
+    _bars(a, {name: {_row_label(r[0]): r[i] for r in rows} for i, name in enumerate(header[1:], 1)},
+          "WMT22 zh-en: correlation with MQM by BLEU smoothing", "correlation")
     return 0
 
 
@@ -66,6 +94,7 @@ def _cmd_chen_cherry(a: argparse.Namespace) -> int:
     from .chen_cherry import PAPER, chen_cherry_tables
     from .metaeval import mean_over_lps
     cfg = _config(a)
+    _check_plot(a)
     data, _ = data_dir(a.data)
     w12 = tuple(pq.read_table(p) for p in _need(a, ["wmt12_segments.parquet", "wmt12_rr_pairs.parquet"]))
     names13 = ["wmt13_segments.parquet", "wmt13_rr_pairs.parquet"]
@@ -89,6 +118,9 @@ def _cmd_chen_cherry(a: argparse.Namespace) -> int:
             rows.append((row,) + tuple(v for k in range(3) for v in (ours[i][k], paper[k], ours[i][k] - paper[k])))
         print(markdown(["BLEU"] + [f"{c} {w}" for c in ("seg tau", "sys r", "sys rho") for w in ("ours", "paper", "diff")],
                        rows))
+    _bars(a, {f"{test}, {direction} English": {_row_label(r[0]): r[1] for r in means[direction, test]}
+              for direction, test in means}, "Chen & Cherry 2014 Tables 2-3: mean segment-level tau by smoothing",
+          "seg tau")
     return 0
 
 
@@ -126,6 +158,10 @@ def _cmd_judged(a: argparse.Namespace) -> int:
 
     from ..errors import InputError
     from .judged import judged_correlations, system_correlations, system_table
+    _check_plot(a)
+    if a.plot and a.wmt_style:
+        raise InputError("metaeval judged: --plot draws the correlation tables' scatter, not --wmt-style's; "
+                         "leave one of them out")
     if (a.pairs is None) == (a.human is None):
         raise InputError("metaeval judged: expected exactly one of --pairs PAIRS.parquet or --human COLUMN")
     for path in [a.table] + ([a.pairs] if a.pairs else []):
@@ -157,7 +193,32 @@ def _cmd_judged(a: argparse.Namespace) -> int:
                     for m in metrics for lp in lps]))
     if a.compare:
         _comparison(a, table, pairs, corr, sys_table, lps)
+    if a.plot:
+        _judged_scatter(a, table, sys_table, metrics)
     return 0
+
+
+def _judged_scatter(a: argparse.Namespace, table, sys_table, metrics: list) -> None:
+    """--plot: each metric against the human scores, one panel per metric: the rated segments
+    with --human, the systems (mean metric vs wins / (wins + losses)) with --pairs."""
+    import numpy as np
+
+    from ..plots import plot_scatter
+    from .correlation import pearson
+    if a.human:
+        hum = table[a.human].to_numpy(zero_copy_only=False).astype(float)
+        panels = {}
+        for m in metrics:
+            x = table[m].to_numpy(zero_copy_only=False).astype(float)
+            keep = ~(np.isnan(x) | np.isnan(hum))
+            panels[m] = (x, hum, f"{int(keep.sum()):,} rated segments, Pearson {pearson(x[keep], hum[keep]):.3f}")
+        plot_scatter(panels, a.plot, f"{a.table}: segment level", "segment score", f"human ({a.human})")
+    else:
+        hum = sys_table["human"].to_numpy()
+        panels = {m: (sys_table[m].to_numpy(), hum, f"{sys_table.num_rows} systems (all language pairs), Pearson "
+                      f"{pearson(sys_table[m].to_numpy(), hum):.3f}") for m in metrics}
+        plot_scatter(panels, a.plot, f"{a.table}: system level", "mean over segments", "human: wins / (wins + losses)")
+    print(f"\nkbest-bleu metaeval: drew {a.plot}")
 
 
 def _wmt_style(a: argparse.Namespace, table, pairs, metrics: list) -> int:
@@ -182,6 +243,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-lc", "--lowercase", action="store_true")
     p.add_argument("--smoothing6-variant", choices=SMOOTHING6_VARIANTS, default="literal",
                    help="reading of smoothing 6 (docs/metaeval.md, 'Smoothing 6')")
+    _plot_option(p, "the per-smoothing table as a bar chart")
+
+
+def _plot_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--plot", metavar="FILE.png|FILE.svg", default=None,
+                   help=f"also draw {what} (pip install '.[plot]')")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -219,4 +286,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="--wmt-style segment grouping with --human (default item: each segment's systems)")
     r.add_argument("--n-perm", type=int, default=1000, help="--wmt-style permutations per metric pair (default 1000)")
     r.add_argument("--pval", type=float, default=0.05, help="--wmt-style significance level of the clusters")
+    _plot_option(r, "each metric against the human scores (segments with --human, systems with --pairs)")
     r.set_defaults(func=_cmd_judged)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["Meteor", "MeteorParams", "MeteorResult", "from_options", "meteor_params", "meteor_rows",
-           "meteor_segments", "sentence_meteor", "system_meteor"]
+           "meteor_segments", "normalize_line", "sentence_meteor", "system_meteor"]
 
 _WHERE = {"MeteorParams": "params", "meteor_params": "params", "MeteorResult": "score", "Meteor": "score",
           "from_options": "score", "meteor_rows": "score", "meteor_segments": "score",
-          "sentence_meteor": "score", "system_meteor": "score"}
+          "sentence_meteor": "score", "system_meteor": "score", "normalize_line": "normalize"}
 
 
 def __getattr__(name: str) -> Any:
