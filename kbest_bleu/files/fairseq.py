@@ -22,6 +22,7 @@ written back the same bytes.
 from __future__ import annotations
 
 import os
+import re
 from typing import Iterator, Optional, TextIO
 
 import pyarrow as pa
@@ -34,18 +35,8 @@ __all__ = ["read_fairseq", "write_fairseq"]
 META = {b"kbest_bleu.format": b"fairseq"}
 
 
-def _prefix(line: str) -> Optional[tuple]:
-    """(kind letter, sample id, text after the first tab) of a fairseq line, or None for any other
-    line. ``E-{id}_{step}`` lines count for their sample."""
-    if len(line) < 4 or line[1] != "-" or not ("A" <= line[0] <= "Z"):
-        return None
-    tab = line.find("\t")
-    if tab < 3:
-        return None
-    name = line[2:tab].split("_", 1)[0]
-    if not name.isdigit():
-        return None
-    return line[0], int(name), line[tab + 1:]
+# a fairseq line: kind letter, sample id (E-{id}_{step} lines count for their sample), tab
+_LINE = re.compile(r"([A-Z])-([0-9]+)(?:_[0-9]+)?\t")
 
 
 def read_fairseq(path: "str | os.PathLike", compression: Optional[str] = None, *, option: str = "input",
@@ -73,13 +64,13 @@ def read_fairseq(path: "str | os.PathLike", compression: Optional[str] = None, *
         v["detokenized"].append(hyp["detok"])
         v["prelude"].append("\n".join(prelude) if rank == 0 else None)
         v["extra_lines"].append("\n".join(hyp["extra"]) if hyp["extra"] else None)
-        rows.text += len(hyp["text"])
+        rows.add_text(len(hyp["text"]))
 
     for number, line in enumerate(text_lines(path, compression, option, "fairseq-generate output"), 1):
-        parsed = _prefix(line)
-        if parsed is None:
+        match = _LINE.match(line)
+        if match is None:
             continue
-        kind, sid, rest = parsed
+        kind, sid, rest = match[1], int(match[2]), line[match.end():]
         if sid != current:
             if pending is not None:
                 emit(pending)
@@ -116,6 +107,8 @@ def read_fairseq(path: "str | os.PathLike", compression: Optional[str] = None, *
                     "has a T- (target) line but the first sample has none; expected references for every sample or "
                     "for none"))
             pending = {"text": text, "tok": text, "score": score, "score_text": fields[0], "detok": False, "extra": []}
+            while rows.full():  # rows are added at H- lines (and at a sample's end): checked here
+                yield rows.take()
         elif kind == "D" and pending is not None and not pending["detok"] and not pending["extra"]:
             pending["text"], pending["detok"] = text, True
         elif pending is not None:  # P-, A-, I-, E- lines: kept for the file written back
@@ -129,8 +122,6 @@ def read_fairseq(path: "str | os.PathLike", compression: Optional[str] = None, *
                 source = rest
             elif kind == "T":
                 target = rest
-        if rows is not None and rows.full():
-            yield rows.take()
     if pending is not None:
         emit(pending)
     if rows is None:  # no hypothesis at all

@@ -145,15 +145,26 @@ def iter_batches(path: "str | os.PathLike", fmt: str, compression: Optional[str]
     limits = {"option": option, "batch_rows": batch_rows, "batch_bytes": batch_bytes}
     if fmt in FIXED_K:
         from .toolkit_text import read_fixed_k
-        return read_fixed_k(path, fmt, nbest_size, compression, hypothesis=hypothesis, **limits)
+        return _nonempty(read_fixed_k(path, fmt, nbest_size, compression, hypothesis=hypothesis, **limits))
     if fmt == "fairseq":
         from .fairseq import read_fairseq
-        return read_fairseq(path, compression, **limits)
+        return _nonempty(read_fairseq(path, compression, **limits))
     if fmt == "marian":
         from .toolkit_text import read_marian
-        return read_marian(path, compression, **limits)
+        return _nonempty(read_marian(path, compression, **limits))
     from .json_kbest import read_nested, read_sockeye
-    return (read_sockeye if fmt == "sockeye" else read_nested)(path, compression, **limits)
+    return _nonempty((read_sockeye if fmt == "sockeye" else read_nested)(path, compression, **limits))
+
+
+def _nonempty(batches: Iterator) -> Iterator:
+    """The readers' batches without empty ones, but one (empty, with the schema) for an empty file."""
+    last = None
+    for last in batches:
+        if last.num_rows:
+            yield last
+            last = False
+    if last is not None and last is not False:
+        yield last
 
 
 def read_table(path: "str | os.PathLike", fmt: str, compression: Optional[str] = None, **kwargs):

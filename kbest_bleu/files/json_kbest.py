@@ -99,7 +99,7 @@ class _Table:
             for name, values in per_hyp.items():
                 v[name].append(values[rank])
             v["record"].append(record if rank == 0 else None)
-            self.rows.text += len(hyp)
+            self.rows.add_text(len(hyp))
 
 
 def _text(value, path, number: int, where: str) -> str:
@@ -138,7 +138,7 @@ def read_sockeye(path: "str | os.PathLike", compression: Optional[str] = None, *
             table = _Table("sockeye", seg, batch_rows, batch_bytes, [("model_score_text", STRING)])
         table.add(number - 1, hyps, scores, seg, json.dumps(record, ensure_ascii=False), path, number,
                   {"model_score_text": [json.dumps(s) for s in raw]})
-        if table.rows.full():
+        while table.rows.full():
             yield table.rows.take()
     if table is None:
         table = _Table("sockeye", {"source": None, "references": None}, batch_rows, batch_bytes,
@@ -175,7 +175,7 @@ def read_nested(path: "str | os.PathLike", compression: Optional[str] = None, *,
             table = _Table("nested", seg, batch_rows, batch_bytes, [("hyp_fields", STRING)])
         table.add(number - 1, texts, scores, seg, json.dumps({**obj, "hyps": None}, ensure_ascii=False), path,
                   number, {"hyp_fields": fields})
-        if table.rows.full():
+        while table.rows.full():
             yield table.rows.take()
     if table is None:
         table = _Table("nested", {"source": None, "references": None}, batch_rows, batch_bytes,

@@ -25,7 +25,12 @@ __all__ = ["BOOL", "FLOAT", "FLOATS", "INT", "STRING", "STRINGS", "RowBatches", 
            "score_text", "segments", "text_lines"]
 
 # column kinds of RowBatches: each maps a list of Python values to an Arrow array
-INT, FLOAT, BOOL, STRING, STRINGS, FLOATS = "int", "float", "bool", "string", "strings", "floats"
+INT = "int"
+FLOAT = "float"
+BOOL = "bool"
+STRING = "string"
+STRINGS = "strings"  # list<string>, e.g. references
+FLOATS = "floats"  # list<double>, e.g. feature values
 _CHUNK = 1 << 20
 
 
@@ -55,24 +60,31 @@ def text_lines(path: "str | os.PathLike", compression: Optional[str] = None, opt
                                      f"complete {compression or 'text'} file") from None
                 if not chunk:
                     break
-                parts = (rest + chunk).split(b"\n")
-                rest = parts.pop()
-                for raw in parts:
-                    number += 1
-                    yield _decode(raw, path, number)
-        if rest:
-            yield _decode(rest, path, number + 1)
+                data = rest + chunk
+                cut = data.rfind(b"\n") + 1
+                rest = data[cut:]
+                lines = _decode(data[:cut], path, number).split("\n")
+                lines.pop()  # after the last newline: nothing
+                number += len(lines)
+                yield from lines
+        if rest:  # a last line without its newline
+            last = _decode(rest, path, number)
+            yield last[:-1] if last.endswith("\r") else last
     finally:
         src.close()
 
 
-def _decode(raw: bytes, path: "str | os.PathLike", number: int) -> str:
+def _decode(data: bytes, path: "str | os.PathLike", before: int) -> str:
+    """Whole lines of UTF-8 decoded at once (``before``: the lines already read, for messages),
+    each line's final ``\r`` removed."""
     try:
-        text = raw.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: line {number} is not valid UTF-8 (byte {raw[exc.start]:#04x} at column "
-                         f"{exc.start}); re-encode the file as UTF-8") from None
-    return text[:-1] if text.endswith("\r") else text
+        line = before + data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        raise InputError(f"{path}: line {line} is not valid UTF-8 (byte {data[exc.start]:#04x} at column "
+                         f"{column}); re-encode the file as UTF-8") from None
+    return text.replace("\r\n", "\n") if "\r" in text else text
 
 
 def parse_float(text: str) -> Optional[float]:
@@ -89,8 +101,8 @@ class RowBatches:
 
     ``columns``: (name, kind) pairs, kinds from this module (INT, FLOAT, BOOL, STRING, STRINGS,
     FLOATS); FLOAT, STRING, STRINGS and FLOATS values may be None (null). A reader appends a value
-    to every list of :attr:`values` per row, adds the row's text length to :attr:`text`, and calls
-    :meth:`full` / :meth:`take`.
+    to every list of :attr:`values` per row and the row's text length with :meth:`add_text`, then
+    hands out ``while batches.full(): yield batches.take()`` (a JSON line adds a whole list).
     """
 
     def __init__(self, columns: Sequence[tuple], metadata: Optional[dict] = None, rows: Optional[int] = None,
@@ -100,19 +112,28 @@ class RowBatches:
         self.schema = pa.schema([(name, _TYPES[kind]) for name, kind in columns], metadata=metadata)
         self.rows = rows or settings.FORMAT_BATCH_ROWS
         self.text_bytes = text_bytes or settings.BATCH_BYTES
+        self.lengths: list = []
         self.text = 0
 
     def __len__(self) -> int:
-        return len(next(iter(self.values.values())))
+        return len(self.lengths)
+
+    def add_text(self, n: int) -> None:
+        """Count a row added to every list, with ``n`` characters of hypothesis."""
+        self.lengths.append(n)
+        self.text += n
 
     def full(self) -> bool:
         return len(self) >= self.rows or self.text >= self.text_bytes
 
     def take(self) -> pa.RecordBatch:
-        """The gathered rows as a record batch (possibly empty); the lists start afresh."""
-        arrays = [_ARRAY[self.kinds[name]](vals) for name, vals in self.values.items()]
-        self.values = {name: [] for name in self.kinds}
-        self.text = 0
+        """The first ``rows`` gathered rows (all of them when fewer) as a record batch, possibly
+        empty; the rest stay for the next."""
+        n = min(len(self), self.rows)
+        arrays = [_ARRAY[self.kinds[name]](vals[:n]) for name, vals in self.values.items()]
+        self.values = {name: vals[n:] for name, vals in self.values.items()}
+        self.lengths = self.lengths[n:]
+        self.text = sum(self.lengths)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 

@@ -47,7 +47,7 @@ def read_marian(path: "str | os.PathLike", compression: Optional[str] = None, *,
     ``features`` (raw), ``feature_values`` (in the line's order, names F0, F1... in the schema
     metadata), ``model_score`` / ``model_score_text`` (the last field), ``alignment`` and
     ``word_scores`` (null when absent) and ``extra_fields`` (the optional fields as written)."""
-    rows, names = None, None
+    rows, names, name_tokens = None, None, None
     current, rank, seen = None, 0, set()
     for number, line in enumerate(text_lines(path, compression, option, "Marian n-best file"), 1):
         fields = line.split(SEP)
@@ -57,12 +57,18 @@ def read_marian(path: "str | os.PathLike", compression: Optional[str] = None, *,
         try:
             sid = int(fields[0])
             score = parse_float(fields[-1])
-            line_names, values = parse_features(fields[-2])
+            tokens = fields[-2].split()
+            if tokens[0::2] == name_tokens:  # the first line's "F0= F1= ...": the values are the rest
+                line_names, values = names, [float(x) for x in tokens[1::2]]
+            else:
+                line_names, values = parse_features(fields[-2])
         except ValueError as exc:
             raise InputError(f"{path}: line {number}: could not parse the id, features or score ({exc}); expected "
                              "Marian's 'id ||| translation [||| ...] ||| F0= ... ||| score'") from None
         if names is None:
             names = line_names
+            if all(t.endswith("=") for t in tokens[0::2]) and len(tokens) % 2 == 0:
+                name_tokens = tokens[0::2]
             meta = {b"kbest_bleu.format": b"marian", b"kbest_bleu.feature_names": json.dumps(names).encode()}
             rows = RowBatches(MARIAN_COLUMNS, meta, batch_rows, batch_bytes)
         elif line_names != names:
@@ -96,9 +102,9 @@ def read_marian(path: "str | os.PathLike", compression: Optional[str] = None, *,
         v["alignment"].append(alignment)
         v["word_scores"].append(word_scores)
         v["extra_fields"].append(SEP.join(middle) if middle else None)
-        rows.text += len(fields[1])
+        rows.add_text(len(fields[1]))
         rank += 1
-        if rows.full():
+        while rows.full():
             yield rows.take()
     yield (rows or RowBatches(MARIAN_COLUMNS, {b"kbest_bleu.format": b"marian"})).take()
 
@@ -142,9 +148,9 @@ def read_fixed_k(path: "str | os.PathLike", fmt: str, nbest_size: Optional[int],
         columns += [("model_score", FLOAT), ("model_score_text", STRING), ("extra_fields", STRING)]
     meta = {b"kbest_bleu.format": fmt.encode(), b"kbest_bleu.nbest_size": str(k).encode()}
     rows = RowBatches(columns, meta, batch_rows, batch_bytes)
-    v = rows.values
     n = 0
     for n, line in enumerate(text_lines(path, compression, option, f"{fmt} file"), 1):
+        v = rows.values  # take() starts new lists
         if parse is None:
             hyp = line
         else:
@@ -160,8 +166,8 @@ def read_fixed_k(path: "str | os.PathLike", fmt: str, nbest_size: Optional[int],
         if nbest_size is not None:
             v["rank"].append((n - 1) % k)
         v[hypothesis].append(hyp)
-        rows.text += len(hyp)
-        if rows.full():
+        rows.add_text(len(hyp))
+        while rows.full():
             yield rows.take()
     if n % k:
         raise InputError(f"{path}: {n} lines, not a multiple of --nbest-size {k}; expected {k} hypotheses for every "
