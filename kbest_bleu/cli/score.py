@@ -100,6 +100,9 @@ def _cmd_score(a: argparse.Namespace) -> int:
     a.to = None if a.to == "parquet" else a.to  # parquet: the job's own output
     if a.to and not a.output:
         raise InputError(f"--to {a.to}: expected -o OUTPUT, the file to write the scored lists to")
+    if a.nbest_size and fmt == "parquet":
+        raise InputError("--nbest-size: for text, opennmt-tf and opennmt-py input (K lines per source); a parquet "
+                         "table names its segments in a column (--seg-col)")
     columns = Columns(a.hyp_col, a.ref_col, _segment(a, src), a.score_col)
     refs = None
     if a.ref_table:

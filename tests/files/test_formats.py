@@ -325,6 +325,8 @@ def test_plain_text_has_no_place_for_a_score(tmp_path, capsys):
         write_format(tmp_path / "t.parquet", tmp_path / "x.txt", "text")
     assert main(["score", str(path), "--nbest-size", "3", "-r", str(refs), "--to", "fairseq", "-q"]) == 2
     assert "--to fairseq: expected -o OUTPUT" in capsys.readouterr().err
+    assert main(["score", str(tmp_path / "t.parquet"), "--nbest-size", "3", "-q"]) == 2
+    assert "--nbest-size: for text, opennmt-tf and opennmt-py input" in capsys.readouterr().err
 
 
 # ---- streaming and errors -----------------------------------------------------------------------
