@@ -81,16 +81,19 @@ def _cpp(x: float) -> str:
     return "%g" % x
 
 
-def marian_nbest(lists, alignment=True, word_scores=True, breakdown=True, start=0) -> str:
+def marian_nbest(lists, alignment=True, word_scores=True, breakdown=True, start=0, word_counts=False) -> str:
     """src/translator/output_printer.h (marian-nmt/marian-dev, OutputPrinter::print):
-    bestn << lineNum << " ||| " << translation; [" ||| " << alignment]; [" ||| WordScores=" <<
+    bestn << lineNum << " ||| " << translation; [" ||| WordCounts=" << srcWords << ',' << words.size()
+    (newer versions, --word-counts)]; [" ||| " << alignment]; [" ||| WordScores=" <<
     getWordScores(hypo)] (output_printer.cpp: " " << std::fixed << score, precision 5 per word);
     " |||" then " F" << j << "= " << breakdown[j] (or " F0=" << pathScore); " ||| " << realScore."""
     out = []
-    for line_num, (_src, _ref, hyps) in enumerate(lists, start):
+    for line_num, (src, _ref, hyps) in enumerate(lists, start):
         for translation, logp in hyps:
             s = f"{line_num} ||| {translation}"
             words = translation.split()
+            if word_counts:
+                s += f" ||| WordCounts={len(src.split())},{len(words) + 1}"
             if alignment:
                 s += " ||| " + " ".join(f"{i}-{i}" for i in range(len(words)))
             if word_scores:
@@ -272,7 +275,9 @@ def test_read_and_written_back_with_the_model_score_gives_the_same_bytes(tmp_pat
 def test_fairseq_alignment_lines_and_marian_variants_round_trip(tmp_path):
     for name, text, fmt in [("a.out", fairseq_generate(LISTS, [1, 2, 0], log_lines=False, alignments=True), "fairseq"),
                             ("b.out", marian_nbest(LISTS, alignment=False, word_scores=True, breakdown=False), "marian"),
-                            ("c.out", marian_nbest(LISTS, alignment=True, word_scores=False), "marian")]:
+                            ("c.out", marian_nbest(LISTS, alignment=True, word_scores=False), "marian"),
+                            ("d.out", marian_nbest(LISTS, word_counts=True), "marian")]:
+        assert classify(text.splitlines()) == fmt
         (tmp_path / name).write_text(text)
         t = read_table(tmp_path / name, fmt)
         pq.write_table(t, tmp_path / "t.parquet")
@@ -282,6 +287,8 @@ def test_fairseq_alignment_lines_and_marian_variants_round_trip(tmp_path):
     t = read_table(tmp_path / "b.out", "marian")
     assert t["alignment"].null_count == t.num_rows and t["features"][0].as_py().startswith("F0=")
     assert t["word_scores"][0].as_py() == [float(format(-0.5 / 6, ".5f"))] * 6  # 5 words and </s>
+    t = read_table(tmp_path / "d.out", "marian")
+    assert t["alignment"][0].as_py() == "0-0 1-1 2-2 3-3 4-4" and t["extra_fields"][0].as_py().startswith("WordCounts=5,6 ||| 0-0")
 
 
 @pytest.mark.parametrize("fmt", ["fairseq", "marian", "opennmt-tf", "opennmt-py", "sockeye", "nested"])
