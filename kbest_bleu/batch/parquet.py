@@ -26,7 +26,7 @@ from ..errors import InputError
 from ..files.output import atomic_output, check_finite, check_output, register_input
 from ..files.references import Columns, ReferenceTable, require_columns
 from ..metrics.base import Metric
-from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
+from .stream import COMPRESSIONS, Summary, Tally, is_id_lists, output_schema, score_batches, score_columns
 
 __all__ = ["Progress", "check_schema", "read_parquet_table", "score_parquet"]
 
@@ -124,6 +124,12 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
         check_output(out_path, [src])  # before the job runs, not after
     pf, declared = _open_parquet(src, columns.references if references is None else None)
     check_schema(declared, columns, references is None, str(src), metrics)
+    ids = is_id_lists(declared.field(columns.hypothesis).type)
+    if ids:  # token ids are tokens already: the signature says tok:none (kbest_bleu.token_ids.token_config)
+        from ..token_ids import token_config
+
+        cfg = token_config(cfg)
+        engine = "kernels"
     if engine is None:
         n_bytes = _text_bytes_declared(pf, columns, references is None)
         numpy = not metrics and numpy_engine_suits([c for _, c in score_columns(cfg, smoothings)], n_bytes)
@@ -214,9 +220,12 @@ def check_schema(schema: pa.Schema, columns: Columns, with_references: bool, sou
     names += [c for m in metrics for c in m.input_columns()]
     require_columns(schema, names + ([columns.references] if with_references else []), source, columns.references)
     hyp = schema.field(columns.hypothesis).type
-    if not (pa.types.is_string(hyp) or pa.types.is_large_string(hyp)):
-        raise InputError(f"{source}: column {columns.hypothesis!r} has Arrow type {hyp}; expected string (choose "
-                         "the hypothesis column with --hyp-col)")
+    if not (pa.types.is_string(hyp) or pa.types.is_large_string(hyp) or is_id_lists(hyp)):
+        raise InputError(f"{source}: column {columns.hypothesis!r} has Arrow type {hyp}; expected string, or "
+                         "list<int> of token ids (choose the hypothesis column with --hyp-col)")
+    if is_id_lists(hyp) and metrics:
+        raise InputError(f"{source}: token-id columns are scored with BLEU only; drop "
+                         f"{', '.join(m.name for m in metrics)} from --metric")
     for name in columns.segment:
         t = schema.field(name).type
         if pa.types.is_nested(t) or not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
@@ -318,6 +327,8 @@ def _text_bytes(col: pa.Array) -> np.ndarray:
         totals = np.zeros(offsets[-1] - first + 1, np.int64)
         np.cumsum(_text_bytes(col.values.slice(first, offsets[-1] - first)), out=totals[1:])
         sizes = totals[offsets[1:] - first] - totals[offsets[:-1] - first]
+    elif pa.types.is_integer(col.type):  # token ids: their bytes
+        return np.full(len(col), col.type.bit_width // 8, np.int64)
     elif pa.types.is_dictionary(col.type):
         if len(col.dictionary) == 0:
             return np.zeros(len(col), np.int64)

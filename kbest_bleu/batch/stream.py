@@ -35,8 +35,8 @@ from ..metrics.base import Metric
 from ..stats import BleuStats, counts_in_parallel, segment_counter
 from .summary import MetricSummary, Summary, Tally
 
-__all__ = ["COMPRESSIONS", "META_SEGMENT", "MetricSummary", "Summary", "Tally", "output_schema", "produced_ahead",
-           "score_batches", "score_columns", "score_table"]
+__all__ = ["COMPRESSIONS", "META_SEGMENT", "MetricSummary", "Summary", "Tally", "is_id_lists", "output_schema",
+           "produced_ahead", "score_batches", "score_columns", "score_table"]
 
 COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
 META_SIGNATURE = b"kbest_bleu.signature"
@@ -143,6 +143,8 @@ def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int,
     # is copied once), then the scoring and the output use the same arrays
     chunk = chunk.combine_chunks()
     hyps = one_array(chunk[columns.hypothesis])
+    if is_id_lists(hyps.type):
+        return _prepare_id_chunk(chunk, hyps, seg_ptr, labels, row0, scored, columns, references, schema, source)
     if not (pa.types.is_string(hyps.type) or pa.types.is_large_string(hyps.type)):
         raise InputError(f"{source}: column {columns.hypothesis!r} has Arrow type {hyps.type}; expected string")
     try:
@@ -162,6 +164,45 @@ def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int,
                          "valid, empty reference)")
     # no BLEU (--metric meteor): nothing to count, the metrics score the prepared segments
     count = segment_counter(hyps, refs, seg_ptr, *(c for _, c in scored), engine=engine) if scored else _nothing
+    inputs = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
+    return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, inputs, schema)
+
+
+def is_id_lists(t: pa.DataType) -> bool:
+    """Whether an Arrow type holds token ids: list<int> (or large_list) of any integer width."""
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(t.value_type)
+
+
+def _prepare_id_chunk(chunk: pa.Table, hyps: pa.Array, seg_ptr: np.ndarray, labels: list, row0: int, scored: list,
+                      columns: Columns, references: Optional[ReferenceTable], schema: pa.Schema,
+                      source: str) -> _Chunk:
+    """:func:`_prepare_chunk` for token ids (hypotheses list<int>, references list<list<int>> per
+    row): counted by :func:`kbest_bleu.token_ids.segment_token_stats`, which validates the rows."""
+    from ..token_ids import segment_token_stats
+
+    if references is not None or columns.references not in chunk.column_names:
+        raise InputError(f"{source}: token-id hypotheses take their references from a list<list<int>> column of "
+                         "the table (--ref-col), not from a reference table or text file")
+    if not scored:
+        raise InputError(f"{source}: token-id columns are scored with BLEU only; drop the other metrics from --metric")
+    if any(cfg.tokenize != "none" or cfg.lowercase for _, cfg in scored):
+        raise InputError(f"{source}: token ids are tokens already: score them with tokenize='none' and no lowercasing")
+    refs = one_array(chunk[columns.references])
+    if not ((pa.types.is_list(refs.type) or pa.types.is_large_list(refs.type)) and is_id_lists(refs.type.value_type)):
+        raise InputError(f"{source}: column {columns.references!r} has Arrow type {refs.type}; token-id hypotheses "
+                         "need list<list<int>> references (each row's references as lists of ids)")
+    n_refs = to_numpy(pc.list_value_length(refs)).astype(np.int64)[seg_ptr[:-1]] if len(refs) else np.zeros(0, np.int64)
+    no_refs = np.flatnonzero(n_refs == 0)
+    if no_refs.size:
+        raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(seg_ptr[no_refs[0]])}) has no "
+                         "references; expected at least one per segment in a batch job")
+    configs = [cfg for _, cfg in scored]
+
+    def count() -> BleuStats:
+        try:
+            return segment_token_stats(hyps, refs, seg_ptr, *configs, row_offset=row0)
+        except InputError as exc:
+            raise InputError(f"{source}: {exc}") from None
     inputs = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
     return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, inputs, schema)
 
