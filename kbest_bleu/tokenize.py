@@ -89,7 +89,7 @@ def _text(cps: np.ndarray) -> str:
 
 
 # Python's str.isspace() set, written out: the scan of every code point costs 0.2 s per process
-# (tests/test_arrow.py checks this against the scan under the running Python)
+# (tests/test_arrays.py checks this against the scan under the running Python)
 _PY_SPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
              "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 

@@ -11,7 +11,7 @@ EXTENSIONS = Path(os.environ.get("KBEST_BLEU_EXTENSIONS", DATA.parent / "extensi
 EXHAUSTIVE = bool(os.environ.get("KBEST_BLEU_EXHAUSTIVE"))
 
 # The suite tests numba's kernels whether or not `kbest-bleu warmup` built the ahead-of-time module
-# in this checkout (kbest_bleu._aot); tests/test_aot.py builds its own and turns it on where it runs.
+# in this checkout (kbest_bleu.counting.aot); tests/counting/test_aot.py builds its own and turns it on where it runs.
 os.environ["KBEST_BLEU_AOT"] = "0"
 
 settings.register_profile("ci", max_examples=150, deadline=None)

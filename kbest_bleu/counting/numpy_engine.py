@@ -3,7 +3,7 @@
 A process's first numba kernel costs ~0.2 s (importing numba, loading the cached machine code),
 and a first run after install compiles for ~12 s; this engine scores 20,000 rows in ~0.2 s
 (``none``) to ~0.4 s (``13a``), 10-20 us per row against the kernels' ~3. The statistics equal
-:func:`kbest_bleu.stats.text_kernel_stats`'s integer for integer (tests/test_numpy_counting.py checks both against a slow reference and sacrebleu):
+:func:`kbest_bleu.stats.text_kernel_stats`'s integer for integer (tests/counting/test_numpy_engine.py checks both against a slow reference and sacrebleu):
 
 - tokens: sacrebleu's four 13a/zh regex rules run as RE2 rewrites (on the line padded with a
   space on each side for 13a), then the split on Python's whitespace; equal strings get equal
@@ -57,7 +57,7 @@ def split_tokens(strings: pa.Array, rules: int) -> tuple[pa.Array, np.ndarray]:
     # but tabs and the like) splits on the literal space, 6x faster than the regex split of
     # Python's ~30 whitespace characters; the empty pieces are dropped below either way. Not
     # Arrow's utf8_split_whitespace: in pyarrow 26 it sometimes returns a piece holding a trailing
-    # space, from one run to the next (tests/test_numpy_counting.py)
+    # space, from one run to the next (tests/counting/test_numpy_engine.py)
     if pc.any(pc.match_substring_regex(strings, python_space_class(but_space=True))).as_py():
         parts = pc.split_pattern_regex(strings, python_space_class() + "+")
     else:

@@ -24,7 +24,7 @@ from kbest_bleu.batch import score_parquet
 from kbest_bleu.config import REF_LENGTH_POLICIES
 from kbest_bleu.stats import segment_stats
 
-SAMPLE = Path(__file__).resolve().parents[1] / "kbest_bleu" / "data" / "moses_100best_sample.parquet"
+SAMPLE = Path(__file__).resolve().parents[2] / "kbest_bleu" / "data" / "moses_100best_sample.parquet"
 # tiny vocabularies, so that n-grams repeat and clipping matters; every byte the 13a/zh rules test
 WORDS = ["a", "b", "c", "a.", ".", ",", "1", "1.5", "2-3", "-", "&amp;", "&", "\u4e2d", "x,y", ""]
 SPACES = [" ", "  ", "\t", "\u3000", "\x1c", "\n"]

@@ -24,7 +24,7 @@ def spark():
             pytest.fail("pyspark is required under CI (KBEST_BLEU_REQUIRE_SPARK=1) but is not installed")
         pytest.skip("pyspark not installed (pip install '.[spark]')")
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     os.environ["PYTHONPATH"] = root + os.pathsep + os.environ.get("PYTHONPATH", "")  # workers import this tree
     try:
         session = (SparkSession.builder.master("local[2]").appName("kbest-bleu-tests")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "cli.md"]  # the session runs through them in this order
 TIMING = re.compile(r"wall time [0-9.]+ s \([0-9,]+ rows/s, whole job\)")
 
