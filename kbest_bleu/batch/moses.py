@@ -39,6 +39,8 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
                          f"{', '.join(table.schema.names)}); expected n-best input from convert, or omit --features")
     cfg = config or BleuConfig(compat="moses")
     source = str(inputs[0]) if inputs else "table"  # errors name the file the table came from
+    if table.num_rows == 0:  # Moses' extractor files hold at least one segment
+        raise InputError(f"{source}: no hypotheses; expected a K-best table with at least one row")
     scored = pa.Table.from_batches(list(score_batches(table.to_batches(), cfg, columns=columns, stats=True,
                                                       source=source)))
     n = cfg.max_order

@@ -24,6 +24,7 @@ from ..counting.threads import thread_count
 from ..encode import check_segment_keys, check_utf8
 from ..errors import InputError
 from ..files.output import atomic_output, check_finite, check_output, register_input
+from ..files.readers import seekable, unreadable
 from ..files.references import Columns, ReferenceTable, require_columns
 from ..metrics.base import Metric
 from .stream import COMPRESSIONS, Summary, Tally, is_id_lists, output_schema, score_batches, score_columns
@@ -65,6 +66,8 @@ def _open_parquet(path: Path, dictionary_column: Optional[str] = None) -> tuple[
     segment, so decoding each distinct string once is several times faster, and their equality
     check compares indices."""
     register_input(path)  # never an output of the running command (files.output)
+    if not seekable(path):  # parquet is read with seeks; opening a pipe twice would wait for ever
+        raise unreadable(path, "parquet", OSError("not seekable"))
     try:
         pf = pq.ParquetFile(path)
         schema = pf.schema_arrow
@@ -79,9 +82,9 @@ def _open_parquet(path: Path, dictionary_column: Optional[str] = None) -> tuple[
         return pq.ParquetFile(path, read_dictionary=leaves), schema
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; expected a parquet K-best table") from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: not a readable parquet file ({exc}); expected a complete parquet file "
-                         "(a truncated or corrupt file cannot be scored)") from None
+    except (pa.ArrowInvalid, OSError) as exc:  # a named pipe is said so (Arrow: "lseek failed")
+        raise unreadable(path, "parquet", exc, None, "expected a complete parquet file (a truncated or corrupt file "
+                         "cannot be scored)") from None
 
 
 def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.PathLike]", config: Optional[BleuConfig] = None, *,

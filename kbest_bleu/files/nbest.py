@@ -140,8 +140,13 @@ def write_nbest(table: pa.Table, path: "str | os.PathLike", inputs: Sequence["st
         if bad:
             raise InputError(f"{path}: row {row}: a field holds a line break or '|||' ({bad[0][:60]!r}), which n-best "
                              "text cannot hold (it would not parse back); clean the text or keep the table as parquet")
-        if isinstance(sc, float) and not math.isfinite(sc):
-            raise InputError(f"{path}: row {row}: the model score is {sc}; expected a finite number")
+        try:
+            numbers = parse_features(f)[1] + [float(sc)]
+        except ValueError as exc:
+            raise InputError(f"{path}: row {row}: features {f!r} or score {sc!r} do not parse back ({exc})") from None
+        if not all(math.isfinite(v) for v in numbers):
+            raise InputError(f"{path}: row {row}: a feature value or the model score is not finite ({f!r}, {sc!r}); "
+                             "expected finite numbers (n-best readers refuse NaN and infinities)")
         out.append(sep.join([str(s), h, f, str(sc)] + ([ex] if ex is not None else [])))
     with atomic_output(path, inputs, option) as tmp:
         Path(tmp).write_text("".join(ln + "\n" for ln in out), encoding="utf-8")

@@ -30,7 +30,7 @@ from .output import register_input, temporary_directory
 from .references import META_SEGMENT, read_lines
 
 __all__ = ["COMPRESSED", "FORMATS", "input_format", "kbest_to_parquet", "local_copy", "read_kbest", "read_text",
-           "segment_key", "sort_segments"]
+           "seekable", "segment_key", "sort_segments", "unreadable"]
 
 FORMATS = ("parquet", "csv", "tsv", "jsonl", "nbest", "text") + TOOL_FORMATS  # the toolkits': files.formats
 COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
@@ -145,7 +145,7 @@ def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothes
     except (pa.ArrowInvalid, OSError) as exc:
         shape = "one JSON object per line, one line per hypothesis" if fmt == "jsonl" else \
             "a header line and one row per hypothesis"
-        raise InputError(f"{path}: not a readable {fmt} file ({exc}); expected {shape}") from None
+        raise unreadable(path, fmt, exc, compression, f"expected {shape}") from None
     if fmt == "tsv":
         _refuse_csv_quoting(table, path)
     i = table.schema.get_field_index(references)
@@ -154,6 +154,61 @@ def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothes
         table = table.set_column(i, references, pa.ListArray.from_arrays(
             pa.array(range(len(col) + 1), pa.int32()), col))
     return table
+
+
+def seekable(path: "str | os.PathLike") -> bool:
+    """Whether ``path`` is a regular file (or missing: its readers say so), not a pipe or device."""
+    import stat
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True
+
+
+def unreadable(path: "str | os.PathLike", fmt: str, exc: Exception, compression: Optional[str] = None,
+               expected: str = "") -> InputError:
+    """The one-line error for a file Arrow could not read: a named pipe (Arrow's readers seek: its
+    "lseek failed" told nothing), the line and byte offset of the first invalid UTF-8 (Arrow names
+    only the column), else Arrow's own message."""
+    if str(path) != "-" and not seekable(path):
+        return InputError(f"{path}: is a named pipe or device, which a {fmt} reader cannot seek in; write the data "
+                          "to a regular file first (text and n-best inputs may be piped)")
+    if "utf8" in str(exc).lower().replace("-", ""):
+        where = _first_invalid_utf8(path, compression)
+        if where is not None:
+            line, offset, byte = where
+            of = " of the decompressed text" if compression else ""
+            return InputError(f"{path}: line {line} is not valid UTF-8 (byte {byte:#04x} at offset {offset}{of}); "
+                              "re-encode the file as UTF-8")
+    return InputError(f"{path}: not a readable {fmt} file ({str(exc).strip().splitlines()[0][:300]})"
+                      + (f"; {expected}" if expected else ""))
+
+
+def _first_invalid_utf8(path: "str | os.PathLike", compression: Optional[str], chunk: int = 1 << 20
+                        ) -> Optional[tuple]:
+    """(line from 1, byte offset, byte) of the first invalid UTF-8 in a file, read in chunks (a
+    sequence cut by a chunk's end is carried into the next), or None."""
+    done, lines, carry = 0, 1, b""
+    try:
+        with pa.input_stream(str(path), compression=compression) as src:
+            while True:
+                block = src.read(chunk)
+                data = carry + block
+                try:
+                    data.decode("utf-8")
+                    carry = b""
+                except UnicodeDecodeError as exc:
+                    if block and exc.reason == "unexpected end of data" and exc.start >= len(data) - 3:
+                        carry = data[exc.start:]
+                        data = data[:exc.start]
+                    else:
+                        return lines + data[:exc.start].count(b"\n"), done + exc.start, data[exc.start]
+                if not block:
+                    return None
+                lines += data.count(b"\n")
+                done += len(data)
+    except (OSError, pa.ArrowInvalid):
+        return None
 
 
 def _refuse_csv_quoting(table: pa.Table, path: "str | os.PathLike") -> None:
@@ -190,6 +245,8 @@ def kbest_to_parquet(path: "str | os.PathLike", dst: "str | os.PathLike", fmt: O
 
 def segment_key(path: "str | os.PathLike") -> Optional[tuple]:
     """The segment key columns stored in a parquet file's metadata by our writers, or None."""
+    if not seekable(path):  # a named pipe read here would be empty for the job: it reports the pipe
+        return None
     try:
         meta = pq.read_schema(path).metadata or {}
     except (OSError, pa.ArrowInvalid):

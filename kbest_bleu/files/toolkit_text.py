@@ -23,6 +23,7 @@ The formats without an id on each line need ``nbest_size`` (K); their segment id
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Iterator, Optional, TextIO
 
@@ -65,6 +66,9 @@ def read_marian(path: "str | os.PathLike", compression: Optional[str] = None, *,
         except ValueError as exc:
             raise InputError(f"{path}: line {number}: could not parse the id, features or score ({exc}); expected "
                              "Marian's 'id ||| translation [||| ...] ||| F0= ... ||| score'") from None
+        if not all(math.isfinite(v) for v in values):  # would reach parquet and Moses' feature files (issue 34)
+            raise InputError(f"{path}: line {number}: a feature value is not a finite number ({fields[-2].strip()!r}); "
+                             "expected finite numbers")
         if names is None:
             names = line_names
             if all(t.endswith("=") for t in tokens[0::2]) and len(tokens) % 2 == 0:

@@ -101,8 +101,9 @@ def _normalised(vectors: np.ndarray) -> np.ndarray:
     are normalised in float64 instead: a vector's direction, not its scale, is what BLEU2VEC
     compares (cosines), so a model scaled by 1e30 or 1e-30 scores as the model itself."""
     v = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(v, axis=1).astype(np.float32)
-    out = v / np.where(norms > 0, norms, np.float32(1))[:, None]
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):  # such rows are redone below
+        norms = np.linalg.norm(v, axis=1).astype(np.float32)
+        out = v / np.where(norms > 0, norms, np.float32(1))[:, None]
     if v.ndim == 2 and v.shape[1]:
         odd = (~(norms < 1e18)) | ((norms < 1e-18) & (np.abs(v).max(axis=1) > 0))
         if odd.any():

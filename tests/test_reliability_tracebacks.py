@@ -1,0 +1,201 @@
+"""Issue 34, class 6: inputs that used to end in a Python traceback, each now one line (exit 2)
+that names the option or file, with every input left as it was and nothing written.
+
+Side files of every kind (paraphrase tables, synonyms, function words, training corpora, models)
+go through one guard, :func:`kbest_bleu.files.output.reading`: the same hostile bytes (not
+UTF-8, a truncated .gz, a header that claims more than memory holds) are tried on each.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kbest_bleu.cli import main
+
+NOT_UTF8 = "caf\xe9 au lait\n".encode("latin-1")
+
+
+def _run(capsys, *argv) -> tuple[int, str]:
+    try:
+        rc = main([str(a) for a in argv])
+    except SystemExit as exc:
+        rc = exc.code
+    return rc, capsys.readouterr().err
+
+
+def _one_line(rc: int, err: str, *words) -> None:
+    assert rc == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    for w in words:
+        assert str(w) in err, (w, err)
+
+
+def _bad_files(tmp_path: Path, name: str) -> dict:
+    """The hostile versions of one side file: not UTF-8, a truncated gzip, an empty file."""
+    good = "cat\tfeline\tNOUN\tmeteor\t0.5\n".encode()
+    plain, gz, empty = tmp_path / f"{name}.latin1", tmp_path / f"{name}.gz", tmp_path / f"{name}.empty"
+    plain.write_bytes(NOT_UTF8 + good)
+    gz.write_bytes(gzip.compress(good * 200)[:40])
+    empty.write_bytes(b"")
+    return {"not UTF-8": plain, "truncated gzip": gz, "empty": empty}
+
+
+@pytest.fixture
+def kbest(tmp_path) -> Path:
+    path = tmp_path / "k.parquet"
+    pq.write_table(pa.table({"segment_id": [0, 0], "hypothesis": ["the cat sat", "a cat sat"],
+                             "references": [["the cat sat down"]] * 2}), path)
+    return path
+
+
+@pytest.mark.parametrize("problem", ["not UTF-8", "truncated gzip"])
+@pytest.mark.parametrize("option, metric", [("--paraphrases", "parmesan"), ("--meteor-function-words", "meteor")])
+def test_metric_side_files(kbest, tmp_path, capsys, option, metric, problem):
+    bad = _bad_files(tmp_path, "side")[problem]
+    if option == "--meteor-function-words" and problem == "truncated gzip":
+        bad = bad.rename(tmp_path / "words.txt")  # function words are plain text: a gzip's bytes are not UTF-8
+    before = bad.read_bytes()
+    rc, err = _run(capsys, "score", kbest, "--metric", f"bleu,{metric}", option, bad, "--analyzer", "lower",
+                   "-o", tmp_path / "o.parquet")
+    _one_line(rc, err, option)
+    assert bad.read_bytes() == before and not (tmp_path / "o.parquet").exists()
+
+
+@pytest.mark.parametrize("problem", ["not UTF-8", "truncated gzip", "empty"])
+def test_build_table_inputs(tmp_path, capsys, problem):
+    bad = _bad_files(tmp_path, "pairs")[problem]
+    rc, err = _run(capsys, "parmesan", "build-table", bad, "-o", tmp_path / "t.tsv", "--analyzer", "lower")
+    _one_line(rc, err, bad.name)
+    assert not (tmp_path / "t.tsv").exists()
+
+
+def test_build_table_synonyms_not_utf8(tmp_path, capsys):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("0.5\tcat\tfeline\n")
+    synonyms = tmp_path / "english.synsets"
+    synonyms.write_bytes(NOT_UTF8 + b"1 2\n")
+    rc, err = _run(capsys, "parmesan", "build-table", pairs, "-o", tmp_path / "t.tsv", "--synonyms", synonyms,
+                   "--analyzer", "lower")
+    _one_line(rc, err, "--synonyms", "UTF-8")
+
+
+def test_build_table_reads_a_line_longer_than_arrows_block(tmp_path, capsys):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("0.5\tcat\tfeline\n0.25\t" + "x" * 3_000_000 + "\ty\n")  # 3 MB: over Arrow's 1 MiB block
+    rc, err = _run(capsys, "parmesan", "build-table", pairs, "-o", tmp_path / "t.tsv", "--analyzer", "lower")
+    assert rc == 0, err
+    assert "cat\tfeline" in (tmp_path / "t.tsv").read_text()
+
+
+@pytest.mark.parametrize("problem", ["not UTF-8", "truncated gzip"])
+def test_bleu2vec_training_corpus(tmp_path, capsys, problem):
+    pytest.importorskip("gensim")
+    bad = _bad_files(tmp_path, "corpus")[problem]
+    rc, err = _run(capsys, "bleu2vec", "train", bad, "-o", tmp_path / "models", "-q")
+    _one_line(rc, err, "corpus")
+    assert not (tmp_path / "models").exists() or not list((tmp_path / "models").iterdir())
+
+
+def test_bleu2vec_model_header_claiming_more_than_memory(kbest, tmp_path, capsys):
+    pytest.importorskip("gensim")
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "m.1gram.w2v.bin").write_bytes(b"1000000000000 300\nthe " + b"\0" * 1200)
+    rc, err = _run(capsys, "score", kbest, "--metric", "bleu,bleu2vec", "--embeddings", models, "-o", tmp_path / "o.pq")
+    _one_line(rc, err, "m.1gram.w2v.bin")
+
+
+def test_sort_of_an_unreadable_parquet(tmp_path, capsys, kbest):
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(kbest.read_bytes()[:-40])
+    rc, err = _run(capsys, "score", broken, "--sort", "-o", tmp_path / "o.parquet")
+    _one_line(rc, err, "broken.parquet")
+
+
+def test_float16_segment_ids(tmp_path, capsys):
+    src = tmp_path / "f16.parquet"
+    pq.write_table(pa.table({"segment_id": pa.array(np.array([0, 0, 1], np.float16)), "hypothesis": ["a", "b", "c"],
+                             "references": [["a"], ["a"], ["c"]]}), src)
+    rc, err = _run(capsys, "score", src, "-o", tmp_path / "o.parquet", "-q", "-t", "none")
+    assert rc == 0, err  # half floats compare as the float32 they hold exactly: segments {0: a, b}, {1: c}
+    bleu = pq.read_table(tmp_path / "o.parquet")["bleu"].to_pylist()
+    assert bleu[0] == bleu[2] == 1.0 and bleu[1] < 1.0
+
+
+def test_spm_model_that_is_text(kbest, tmp_path, capsys):
+    pytest.importorskip("sentencepiece")
+    model = tmp_path / "not.model"
+    model.write_text("hello\n")
+    rc, err = _run(capsys, "score", kbest, "-t", "spm", "--spm-model", model, "-o", tmp_path / "o.parquet")
+    _one_line(rc, err, "SentencePiece", "not.model")
+
+
+def test_spacy_missing_is_one_line(kbest, tmp_path, capsys):
+    try:
+        import spacy  # noqa: F401
+        pytest.skip("spaCy is installed here")
+    except ImportError:
+        pass
+    table = tmp_path / "t.tsv"
+    table.write_text("cat\tfeline\tNOUN\tmeteor\t0.5\n")
+    rc, err = _run(capsys, "score", kbest, "--metric", "bleu,parmesan", "--paraphrases", table,
+                   "--analyzer", "spacy:en_core_web_sm", "-o", tmp_path / "o.parquet")
+    _one_line(rc, err, "spaCy")
+
+
+@pytest.mark.exhaustive
+def test_spark_bogus_master(kbest, tmp_path, capsys):
+    pytest.importorskip("pyspark")
+    rc, err = _run(capsys, "score", kbest, "--engine", "spark", "--master", "bogus://x", "-o", tmp_path / "out")
+    assert rc == 2 and err.strip().splitlines()[-1].startswith("kbest-bleu score: error: --master 'bogus://x'")
+
+
+def test_closed_stdout(tmp_path):
+    ref = tmp_path / "ref.txt"
+    ref.write_text("the cat sat\n")
+    done = subprocess.run([sys.executable, "-m", "kbest_bleu", "corpus", str(ref), "-i", str(ref)],
+                          preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "standard output is closed" in done.stderr
+
+
+# ---- class 8: messages that say where ----------------------------------------------------------
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_invalid_utf8_in_a_csv_names_the_line_and_byte(tmp_path, capsys, compressed):
+    data = "segment_id,hypothesis,references\n0,ok,ok\n0,fine,ok\n".encode() + b"1,ca\xfft,cat\n"
+    src = tmp_path / ("k.csv.gz" if compressed else "k.csv")
+    src.write_bytes(gzip.compress(data) if compressed else data)
+    offset = data.index(b"\xff")  # 55: counted independently of the reader
+    rc, err = _run(capsys, "score", src, "-o", tmp_path / "o.parquet")
+    _one_line(rc, err, "line 4", f"offset {offset}", "0xff", "UTF-8")
+
+
+@pytest.mark.parametrize("name", ["pipe.csv", "pipe.parquet"])
+def test_a_named_pipe_input_says_so(kbest, tmp_path, capsys, name):
+    import threading
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    data = kbest.read_bytes() if name.endswith(".parquet") else b"segment_id,hypothesis,references\n0,a,a\n"
+
+    def feed():
+        try:
+            with open(fifo, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:
+            pass
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    rc, err = _run(capsys, "score", fifo, "-o", tmp_path / "o.parquet")
+    _one_line(rc, err, "named pipe", name)
+    if writer.is_alive():  # the reader failed before opening the pipe: let the writer go
+        with open(fifo, "rb") as f:
+            f.read()
+    writer.join(5)
