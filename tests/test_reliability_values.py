@@ -8,6 +8,7 @@ depend on a vector's length); the definition for everything refused.
 from __future__ import annotations
 
 import csv
+import re
 import math
 
 import numpy as np
@@ -228,3 +229,25 @@ def test_uint64_segment_ids_above_2_63():
     want = kb.score_kbest(["a b c d", "a b x y", "p q r s"], [["a b c d"], ["p q r s"]], [0, 0, 1], compat="nltk",
                           smoothing=1)
     assert got.tolist() == want.tolist()
+
+
+# ---- class 7: no longer accepted silently ------------------------------------------------------
+
+def test_a_reference_file_longer_than_the_text_hypotheses(tmp_path, capsys):
+    hyp, ref = tmp_path / "hyp.txt", tmp_path / "ref.txt"
+    hyp.write_text("a b c\nd e f\n")
+    ref.write_text("a b c\nd e f\nleft over\n")
+    for argv in (["score", hyp, "-r", ref, "-q", "--json"], ["corpus", ref, "-i", hyp], ["paired", hyp, hyp, "-r", ref]):
+        rc, out, err = _run(capsys, *argv)
+        assert rc == 2 and _one_line(err) and "2 lines" in err and not out, (argv, err)
+
+
+@pytest.mark.parametrize("files, words", [(["a.1gram", "a.3gram"], "orders [1, 3]"),
+                                          (["a.1gram", "b.1gram"], "2 names")])
+def test_bleu2vec_model_directories_that_mix_or_miss_models(tmp_path, files, words):
+    pytest.importorskip("gensim")
+    from kbest_bleu.metrics.bleu2vec.models import load_embeddings
+    for stem in files:
+        (tmp_path / f"{stem}.w2v.txt").write_text("1 2\nthe 0.5 0.25\n")
+    with pytest.raises(InputError, match=re.escape(words)):
+        load_embeddings(tmp_path)

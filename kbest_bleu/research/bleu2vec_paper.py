@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InputError
+from ..files.output import atomic_output
 from .data import require_data
 
 __all__ = ["english_corpus", "main", "segment_table", "system_table"]
@@ -49,7 +50,8 @@ def english_corpus(data: Path, out: Path) -> tuple[int, int]:
         for text in (t["hypothesis"], pc.list_flatten(t["references"])):
             seen.update(dict.fromkeys(s.strip() for s in text.to_pylist() if s and s.strip()))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(seen) + "\n", encoding="utf-8")
+    with atomic_output(out, (), "--corpus-out") as tmp:  # whole or not at all, never over an input
+        tmp.write_text("\n".join(seen) + "\n", encoding="utf-8")
     return len(seen), sum(len(s.split()) for s in seen)
 
 

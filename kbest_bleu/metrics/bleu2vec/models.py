@@ -169,16 +169,26 @@ def load_embeddings(path: "str | Path") -> Embeddings:
     if not d.is_dir():
         raise InputError(f"embeddings: expected a model directory (<name>.1gram.w2v.bin, ...), found {str(d)!r}, "
                          "which is not a directory; train one with 'kbest-bleu bleu2vec train'")
-    separate, joint = {}, []
+    separate, joint, separate_files = {}, [], []
     for f in sorted(d.iterdir()):
         m = _MODEL_FILE.match(f.name)
         if m and m["joint"]:
             joint.append(f)
         elif m:
             separate[int(m["order"])] = f
+            separate_files.append(f)
     if not separate and not joint:
         raise InputError(f"embeddings: {str(d)!r} holds no <name>.<n>gram.w2v.bin or <name>.joint.w2v.bin file; "
                          "train one with 'kbest-bleu bleu2vec train'")
+    # one model set: a second name prefix (two trainings in one directory) or a gap in the orders
+    # would mix models or silently score an order with nothing
+    names = sorted({_MODEL_FILE.match(f.name)["name"] for f in (separate_files or joint)})
+    if len(names) > 1:
+        raise InputError(f"embeddings: {str(d)!r} holds models of {len(names)} names ({', '.join(names)}); expected "
+                         "one model set per directory: move the others away")
+    if separate and sorted(separate) != list(range(1, max(separate) + 1)):
+        raise InputError(f"embeddings: {str(d)!r} holds orders {sorted(separate)}; expected every order from 1 to "
+                         f"{max(separate)} (<name>.1gram.w2v.bin, <name>.2gram.w2v.bin, ...)")
     if separate:
         read = {n: _read_word2vec(f) for n, f in separate.items()}
         return from_arrays({n: k for n, (k, _) in read.items()}, {n: v for n, (_, v) in read.items()})
