@@ -127,10 +127,12 @@ def _cmd_score(a: argparse.Namespace) -> int:
             src = Path(tmp) / (src.name + ".parquet")
             kbest_to_parquet(given, src, fmt, hypothesis=a.hyp_col, references=a.ref_col, option="score IN",
                              nbest_size=a.nbest_size)  # the toolkits' formats line by line (bounded memory)
-            lines = pq.ParquetFile(src).metadata.num_rows if fmt == "text" and a.ref_file else None
-            if lines is not None and lines != len(refs.index):  # line i = segment i: a reference left over is an error
-                raise InputError(f"{given}: {lines} lines, but --refs {a.ref_file[0]} has {len(refs.index)}; expected "
-                                 "one hypothesis line per reference line (line i = segment i)")
+            if fmt == "text" and a.ref_file:  # segment i = reference line i: a reference left over is an error
+                ids = pq.read_table(src, columns=["segment_id"])["segment_id"]
+                found = len(ids.unique())
+                if found != len(refs.index):
+                    raise InputError(f"{given}: {found} segments ({len(ids)} lines), but --refs {a.ref_file[0]} has "
+                                     f"{len(refs.index)} lines; expected one reference line per segment")
         out = Path(tmp) / "out.parquet" if a.output == "-" or a.to else a.output
         converted = src
         try:
