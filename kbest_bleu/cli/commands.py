@@ -216,6 +216,9 @@ def _cmd_warmup(a: argparse.Namespace) -> int:
     if r.missing:
         print("kbest-bleu warmup: error: no warm-up compiles these kernels (add them to kbest_bleu/warmup/areas.py): "
               + ", ".join(r.missing), file=sys.stderr)
+    if r.crossed:
+        print("kbest-bleu warmup: error: an area compiled another area's kernels (complete NEEDS in "
+              "kbest_bleu/warmup/areas.py): " + ", ".join(r.crossed), file=sys.stderr)
     return 0 if r.ok else 1
 
 

@@ -40,15 +40,20 @@ _DECLARES = re.compile(r"^\s*from\s+(?:\.+|kbest_bleu\.)jit\s+import\s+[^\n]*\bn
 @dataclass(frozen=True)
 class AreaReport:
     """One area's news: ``event`` "start", "running" (still, after ``seconds``), "done",
-    "skipped" or "failed" (why: ``detail``); ``kernels``: the package's kernel functions numba
-    compiled for it (cache misses, callees included); ``seconds`` wall, ``cpu`` its process's CPU."""
+    "skipped" or "failed" (why: ``detail``); ``compiled``: ``module.name`` of the package's kernel
+    functions numba compiled for it (cache misses, callees included); ``seconds`` wall, ``cpu``
+    its process's CPU."""
 
     area: str
     event: str
-    kernels: int = 0
+    compiled: tuple = ()
     seconds: float = 0.0
     cpu: float = 0.0
     detail: str = ""
+
+    @property
+    def kernels(self) -> int:
+        return len(self.compiled)
 
     def line(self) -> str:
         """One line for the command's output."""
@@ -66,11 +71,14 @@ class AreaReport:
 class WarmupResult:
     """areas: each area's last report; missing: registered kernels without machine code after the
     run (``area: module.name``); not_imported: kernel modules that could not be imported (their
-    kernels are not registered); seconds: wall time, the check included."""
+    kernels are not registered); crossed: ``area compiled module.name`` where an area compiled a
+    kernel of another area warmed up in the same run (its entry in :data:`.areas.NEEDS` is
+    incomplete: two processes may have compiled one function); seconds: wall time, checks included."""
 
     areas: list
     missing: list
     not_imported: list
+    crossed: list
     seconds: float
 
     @property
@@ -79,8 +87,8 @@ class WarmupResult:
 
     @property
     def ok(self) -> bool:
-        """No area failed and every registered kernel is compiled."""
-        return not self.missing and all(r.event != "failed" for r in self.areas)
+        """No area failed, every registered kernel is compiled, each by its own area."""
+        return not self.missing and not self.crossed and all(r.event != "failed" for r in self.areas)
 
 
 def _listener(names: set) -> Any:
@@ -111,7 +119,7 @@ def run_area(area: str) -> AreaReport:
     t0, c0 = time.perf_counter(), time.process_time()
 
     def report(what: str, detail: str = "") -> AreaReport:
-        return AreaReport(area, what, len(names), time.perf_counter() - t0, time.process_time() - c0, detail)
+        return AreaReport(area, what, tuple(sorted(names)), time.perf_counter() - t0, time.process_time() - c0, detail)
     try:
         with tempfile.TemporaryDirectory(prefix="kbest_bleu-warmup-") as tmp, \
                 event.install_listener("numba:compile", _listener(names)):
@@ -238,12 +246,21 @@ class _Workers:
         for q, p in zip(self.tasks, self.procs):
             q.put(None)  # ends a worker whatever became of the thread
             p.join()
+        self._close()
 
     def stop(self) -> None:
         for p in self.procs:
             if p.is_alive():
                 p.terminate()  # SIGTERM: the worker removes its temporary directory
             p.join()
+        self._close()
+
+    def _close(self) -> None:
+        """The queues' semaphores released now: the program exits without teardown."""
+        for q in self.tasks + ([self.events] if self.procs else []):
+            q.close()
+            q.join_thread()
+        self.tasks, self.events = [], None
 
 
 def warm_up(areas: Optional[Sequence[str]] = None, processes: int = 2,
@@ -290,8 +307,10 @@ def warm_up(areas: Optional[Sequence[str]] = None, processes: int = 2,
         if here:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if handler is None else handler)
     missing, not_imported = uncovered(names)
-    return WarmupResult([schedule.finished[a] for a in names if a in schedule.finished], missing, not_imported,
-                        time.perf_counter() - t0)
+    reports = [schedule.finished[a] for a in names if a in schedule.finished]
+    crossed = [f"{r.area} compiled {k}" for r in reports for k in r.compiled
+               if jit.area_of(k.rsplit(".", 1)[0]) in set(names) - {r.area}]
+    return WarmupResult(reports, missing, not_imported, crossed, time.perf_counter() - t0)
 
 
 def _kernel_modules() -> list[str]:

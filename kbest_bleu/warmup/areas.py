@@ -52,14 +52,14 @@ def _parquet(tmp: Path, name: str, text: str = "large_string", tuning: bool = Fa
 
 
 def _score_files(tmp: Path, metrics: Sequence[Any] = (), engine: str = "numpy", **options: Any) -> None:
-    """``kbest-bleu score IN -o OUT`` (with and without ``--stats``) on parquet files of both text
-    types: the job's reader (references dictionary-encoded), chunks and output. Metric areas count
-    BLEU on the numpy engine: the counting kernels are the counting area's to compile."""
+    """``kbest-bleu score IN`` (with and without ``--stats``) on parquet files of both text types:
+    the job's reader (references dictionary-encoded) and chunks; the output is not written (no
+    kernel writes it; a file written then removed could share an input's inode within the
+    command). Metric areas count BLEU on the numpy engine: the counting kernels are counting's."""
     from ..batch.parquet import score_parquet
     for text in _TEXT_TYPES:
         for stats in (False, True):
-            score_parquet(_parquet(tmp, text, text), tmp / "out.parquet", metrics=metrics, stats=stats,
-                          engine=engine, **options)
+            score_parquet(_parquet(tmp, text, text), None, metrics=metrics, stats=stats, engine=engine, **options)
 
 
 def _tokens() -> None:
@@ -186,10 +186,11 @@ def _metric(name: str) -> Callable[[Path], None]:
     return run
 
 
-def _token_ids(tmp: Path) -> None:  # noqa: ARG001 (no files)
+def _token_ids(tmp: Path) -> None:
     """Token-id BLEU (RL rewards): padded 2-D arrays of small ids (direct tables) and of ids near
     the int64 limit (hashed), groups sharing references, float64 and float32 scores, a scorer of
-    fixed references, pairwise and self-BLEU; ragged lists and Arrow list<int32>."""
+    fixed references, pairwise and self-BLEU; ragged lists and Arrow list<int32>; the batch job
+    on list<int64|int32> columns."""
     import numpy as np
     import pyarrow as pa
 
@@ -208,6 +209,15 @@ def _token_ids(tmp: Path) -> None:  # noqa: ARG001 (no files)
                groups=2)
     token_bleu(pa.array(hyps.tolist(), pa.list_(pa.int32())), pa.array(refs.tolist(), pa.list_(pa.int32())),
                pad_id=0, groups=2)
+    import pyarrow.parquet as pq
+
+    from ..batch.parquet import score_parquet
+    from ..config import BleuConfig
+    for t in (pa.int64(), pa.int32()):  # kbest-bleu score -t none on list<int> and list<list<int>> columns
+        pq.write_table(pa.table({"segment_id": [0, 0, 1, 1], "hypothesis": pa.array(hyps.tolist(), pa.list_(t)),
+                                 "references": pa.array([[r] for r in refs[[0, 0, 1, 1]].tolist()],
+                                                        pa.list_(pa.list_(t)))}), tmp / "ids.parquet")
+        score_parquet(tmp / "ids.parquet", None, BleuConfig(tokenize="none"))
 
 
 def _chrf(tmp: Path) -> None:
@@ -230,15 +240,20 @@ def _chrf(tmp: Path) -> None:
         aggregate_chrf(_HYP[:4], **opts)
 
 
-# area -> its warm-up, in the order they are handed out (the longest first)
+# CPU seconds of each area's compile here (kbest-bleu warmup on empty caches, 2026-11-26): the
+# longest are handed out first (counting always runs first, in the calling process)
+_CPU = {"counting": 36, "metrics.chrf": 40, "metrics.bleu2vec": 16, "metrics.meteor": 12, "token_ids": 10,
+        "research": 2, "tuning": 2, "metrics.parmesan": 2}
+# area -> its warm-up
 AREAS: dict[str, Callable[[Path], None]] = {
     "counting": _counting, "research": _research, "metrics.meteor": _meteor, "metrics.bleu2vec": _bleu2vec,
     "tuning": _tuning, "metrics.parmesan": _parmesan}
 # what each area's kernels call of other areas (their entries are saved by one process: numba
 # writes a function's cache index unlocked, and two processes compiling one function for
 # different types may overwrite each other's entry); any other area: ``counting``
-NEEDS = {"counting": set(), "research": set(), "metrics.meteor": {"counting.tokens"},
-         "metrics.bleu2vec": {"counting.tokens"}, "metrics.parmesan": {"counting.tokens", "metrics.meteor"}}
+NEEDS = {"counting": set(), "research": set(), "metrics.chrf": set(), "token_ids": set(),
+         "metrics.meteor": {"counting.tokens"}, "metrics.bleu2vec": {"counting.tokens"},
+         "metrics.parmesan": {"counting.tokens", "metrics.meteor"}}
 STEPS = {"counting.tokens": "counting"}  # a step of an area, reached before it ends (:func:`_tokens`)
 
 
@@ -254,4 +269,5 @@ def available_areas() -> dict[str, Callable[[Path], None]]:
 
     from ..metrics.base import REGISTRY as METRICS
     areas = {**AREAS, **{a: f for a, f in OPTIONAL.items() if find_spec(".." + a, __package__) is not None}}
-    return {**areas, **{f"metrics.{m}": _metric(m) for m in METRICS if f"metrics.{m}" not in areas}}
+    areas.update({f"metrics.{m}": _metric(m) for m in METRICS if f"metrics.{m}" not in areas})
+    return dict(sorted(areas.items(), key=lambda item: -_CPU.get(item[0], 0)))
