@@ -60,113 +60,105 @@ def _pair_stats(tot, h, r, match, n_orders, sc):
 
 
 @njit(inline="always")
-def _matches(dense, f_ids, f_cnt, f_off, b, n_orders, match):
-    """match[o]: clipped matches of the counts in dense with entries f_off[b, o]:f_off[b, o+1]."""
+def _matches(dense, f_ids, f_cnt, f_off, r, n_orders, match):
+    """match[o]: clipped matches of the counts in dense with entries f_off[r, o]:f_off[r, o+1]."""
     for o in range(n_orders):
         m = 0
-        for k in range(f_off[b, o], f_off[b, o + 1]):
+        for k in range(f_off[r, o], f_off[r, o + 1]):
             m += min(f_cnt[k], dense[f_ids[k]])
         match[o] = m
 
 
 @njit()
-def _matchable(ids, cnt, optr, n_nodes, c0, n_c, r0, n_r, need):
-    """The pseudo-references' entries whose n-gram ``need`` or more candidates hold (2 when the
-    candidates are the pseudo-references: one other than itself); the rest can match nothing.
-    Returns ids, counts and offsets [n_r, O+1] of the kept entries."""
+def _matchable(ids, cnt, optr, nodes, bounds, need, f_ids, f_cnt, f_off):
+    """Each pseudo-reference's entries whose n-gram ``need`` or more candidates of its segment hold
+    (2 when the candidates are the pseudo-references: one besides itself); the rest can match
+    nothing. Written to f_ids, f_cnt with f_off[string, o] = where its order o starts."""
     n_ord = optr.shape[1] - 1
-    held = np.zeros(n_nodes, np.int32)
-    for h in range(c0, c0 + n_c):
-        for k in range(optr[h, 0], optr[h, n_ord]):
-            held[ids[k]] += 1
-    f_ids = np.zeros(optr[r0 + n_r - 1, n_ord] - optr[r0, 0], np.int32)
-    f_cnt = np.zeros(f_ids.size, np.int32)
-    f_off = np.zeros((n_r, n_ord + 1), np.int64)
     e = 0
-    for b in range(n_r):
-        for o in range(n_ord):
-            f_off[b, o] = e
-            for k in range(optr[r0 + b, o], optr[r0 + b, o + 1]):
-                if held[ids[k]] >= need:
-                    f_ids[e] = ids[k]
-                    f_cnt[e] = cnt[k]
-                    e += 1
-        f_off[b, n_ord] = e
-    return f_ids, f_cnt, f_off
+    for s in range(bounds.shape[0]):
+        held = np.zeros(nodes[s], np.int32)
+        for h in range(bounds[s, 0], bounds[s, 1]):
+            for k in range(optr[h, 0], optr[h, n_ord]):
+                held[ids[k]] += 1
+        for r in range(bounds[s, 2], bounds[s, 3]):
+            for o in range(n_ord):
+                f_off[r, o] = e
+                for k in range(optr[r, o], optr[r, o + 1]):
+                    if held[ids[k]] >= need:
+                        f_ids[e] = ids[k]
+                        f_cnt[e] = cnt[k]
+                        e += 1
+            f_off[r, n_ord] = e
 
 
-@njit(parallel=True, error_model="numpy")
-def _within(ids, cnt, optr, tot, n_nodes, c0, n_c, f_ids, f_cnt, f_off, weights, factor, eps_smoothing, keep,
-            mat, base):
-    """Candidates against themselves: each unordered pair counted once, both directions scored.
-    Returns acc float64[chunks, n_c], each chunk's sums of weight x chrF per candidate."""
+@njit(error_model="numpy")
+def _within(ids, cnt, optr, tot, n_nodes, c0, n_c, c, n_chunks, f_ids, f_cnt, f_off, weights, factor,
+            eps_smoothing, keep, mat, base, acc):
+    """Share c of n_chunks of candidates scored against themselves: rows i and n_c-1-i for i = c,
+    c + n_chunks, ... (n_c-1 pairs per i, so that the shares are even); each unordered pair counted
+    once and both directions scored. acc[a] += weight x chrF for candidate a."""
     n_ord = optr.shape[1] - 1
-    half = (n_c + 1) // 2
-    n_chunks = min(CHUNKS, half)
-    acc = np.zeros((n_chunks, n_c))
-    for c in prange(n_chunks):
-        dense = np.zeros(n_nodes, np.int32)
-        sc = np.zeros(3 * n_ord)
-        match = np.zeros(n_ord, np.int64)
-        for i in range(c, half, n_chunks):  # rows i and n_c-1-i: n_c-1 pairs per step, whatever i
-            for side in range(2):
-                a = i if side == 0 else n_c - 1 - i
-                if side == 1 and a == i:
-                    break
-                h = c0 + a
-                for k in range(optr[h, 0], optr[h, n_ord]):
-                    dense[ids[k]] = cnt[k]
-                for o in range(n_ord):
-                    match[o] = tot[h, o]
-                _pair_stats(tot, h, h, match, n_ord, sc)
-                f = _f_value(sc, n_ord, factor, eps_smoothing)
-                if keep:
-                    mat[base + a * n_c + a] = f
-                acc[c, a] += weights[h] * f
-                for b in range(a + 1, n_c):
-                    _matches(dense, f_ids, f_cnt, f_off, b, n_ord, match)
-                    _pair_stats(tot, h, c0 + b, match, n_ord, sc)
-                    f = _f_value(sc, n_ord, factor, eps_smoothing)
-                    _pair_stats(tot, c0 + b, h, match, n_ord, sc)
-                    g = _f_value(sc, n_ord, factor, eps_smoothing)
-                    if keep:
-                        mat[base + a * n_c + b] = f
-                        mat[base + b * n_c + a] = g
-                    acc[c, a] += weights[c0 + b] * f
-                    acc[c, b] += weights[h] * g
-                for k in range(optr[h, 0], optr[h, n_ord]):
-                    dense[ids[k]] = 0
-    return acc
-
-
-@njit(parallel=True, error_model="numpy")
-def _across(ids, cnt, optr, tot, n_nodes, c0, n_c, r0, n_r, f_ids, f_cnt, f_off, weights, factor, eps_smoothing,
-            keep, mat, base, expected):
-    """Candidates against a separate set of pseudo-references; expected[h] = sum of weight x chrF."""
-    n_ord = optr.shape[1] - 1
-    n_chunks = min(CHUNKS, n_c)
-    for c in prange(n_chunks):
-        dense = np.zeros(n_nodes, np.int32)
-        sc = np.zeros(3 * n_ord)
-        match = np.zeros(n_ord, np.int64)
-        for a in range(c, n_c, n_chunks):
+    dense = np.zeros(n_nodes, np.int32)
+    sc = np.zeros(3 * n_ord)
+    match = np.zeros(n_ord, np.int64)
+    for i in range(c, (n_c + 1) // 2, n_chunks):
+        for side in range(2):
+            a = i if side == 0 else n_c - 1 - i
+            if side == 1 and a == i:
+                break
             h = c0 + a
             for k in range(optr[h, 0], optr[h, n_ord]):
                 dense[ids[k]] = cnt[k]
-            total = 0.0
-            for b in range(n_r):
-                _matches(dense, f_ids, f_cnt, f_off, b, n_ord, match)
-                _pair_stats(tot, h, r0 + b, match, n_ord, sc)
+            for o in range(n_ord):
+                match[o] = tot[h, o]
+            _pair_stats(tot, h, h, match, n_ord, sc)
+            f = _f_value(sc, n_ord, factor, eps_smoothing)
+            if keep:
+                mat[base + a * n_c + a] = f
+            acc[a] += weights[h] * f
+            for b in range(a + 1, n_c):
+                _matches(dense, f_ids, f_cnt, f_off, c0 + b, n_ord, match)
+                _pair_stats(tot, h, c0 + b, match, n_ord, sc)
                 f = _f_value(sc, n_ord, factor, eps_smoothing)
+                _pair_stats(tot, c0 + b, h, match, n_ord, sc)
+                g = _f_value(sc, n_ord, factor, eps_smoothing)
                 if keep:
-                    mat[base + a * n_r + b] = f
-                total += weights[r0 + b] * f
-            expected[h] = total
+                    mat[base + a * n_c + b] = f
+                    mat[base + b * n_c + a] = g
+                acc[a] += weights[c0 + b] * f
+                acc[b] += weights[h] * g
             for k in range(optr[h, 0], optr[h, n_ord]):
                 dense[ids[k]] = 0
 
 
-@njit()
+@njit(error_model="numpy")
+def _across(ids, cnt, optr, tot, n_nodes, c0, n_c, r0, n_r, c, n_chunks, f_ids, f_cnt, f_off, weights, factor,
+            eps_smoothing, keep, mat, base, expected):
+    """Share c of n_chunks of candidates (a = c, c + n_chunks, ...) against a separate set of
+    pseudo-references; expected[h] = sum of weight x chrF."""
+    n_ord = optr.shape[1] - 1
+    dense = np.zeros(n_nodes, np.int32)
+    sc = np.zeros(3 * n_ord)
+    match = np.zeros(n_ord, np.int64)
+    for a in range(c, n_c, n_chunks):
+        h = c0 + a
+        for k in range(optr[h, 0], optr[h, n_ord]):
+            dense[ids[k]] = cnt[k]
+        total = 0.0
+        for b in range(n_r):
+            _matches(dense, f_ids, f_cnt, f_off, r0 + b, n_ord, match)
+            _pair_stats(tot, h, r0 + b, match, n_ord, sc)
+            f = _f_value(sc, n_ord, factor, eps_smoothing)
+            if keep:
+                mat[base + a * n_r + b] = f
+            total += weights[r0 + b] * f
+        expected[h] = total
+        for k in range(optr[h, 0], optr[h, n_ord]):
+            dense[ids[k]] = 0
+
+
+@njit(parallel=True, error_model="numpy")
 def pairwise(ids, cnt, optr, tot, nodes, bounds, same, weights, factor, eps_smoothing, keep, mat_ptr):
     """chrF (0-1) of every candidate against every pseudo-reference of its segment as the one reference.
 
@@ -178,30 +170,49 @@ def pairwise(ids, cnt, optr, tot, nodes, bounds, same, weights, factor, eps_smoo
 
     Match counts are symmetric, so with ``same`` each unordered pair is counted once and both
     directions scored from it; a pseudo-reference keeps only the n-grams some other string holds.
+    One parallel loop over every segment's shares of rows (a parallel kernel called from jitted
+    code ran serially): a few big segments and many small ones both fill the threads.
     """
+    n_ord = optr.shape[1] - 1
+    n_seg = bounds.shape[0]
+    f_ids = np.zeros(ids.size, np.int32)
+    f_cnt = np.zeros(ids.size, np.int32)
+    f_off = np.zeros((optr.shape[0], n_ord + 1), np.int64)
+    _matchable(ids, cnt, optr, nodes, bounds, 2 if same else 1, f_ids, f_cnt, f_off)
+    shares = np.zeros(n_seg + 1, np.int64)  # segment s's shares: shares[s]:shares[s+1]
+    acc_ptr = np.zeros(n_seg + 1, np.int64)  # and its accumulators, n_c per share
+    for s in range(n_seg):
+        n_c, n_r = bounds[s, 1] - bounds[s, 0], bounds[s, 3] - bounds[s, 2]
+        n = 0 if n_r == 0 else min(CHUNKS, (n_c + 1) // 2 if same else n_c)
+        shares[s + 1] = shares[s] + n
+        acc_ptr[s + 1] = acc_ptr[s] + (n * n_c if same else 0)
+    share_seg = np.zeros(shares[-1], np.int64)
+    for s in range(n_seg):
+        share_seg[shares[s]:shares[s + 1]] = s
     mat = np.zeros(mat_ptr[-1] if keep else 0)
     expected = np.zeros(optr.shape[0])
-    for s in range(bounds.shape[0]):
+    acc = np.zeros(acc_ptr[-1])
+    for j in prange(shares[-1]):
+        s = share_seg[j]
+        c, n_chunks = j - shares[s], shares[s + 1] - shares[s]
         c0, n_c = bounds[s, 0], bounds[s, 1] - bounds[s, 0]
-        r0, n_r = bounds[s, 2], bounds[s, 3] - bounds[s, 2]
-        if n_c == 0 or n_r == 0:
-            continue
-        f_ids, f_cnt, f_off = _matchable(ids, cnt, optr, nodes[s], c0, n_c, r0, n_r, 2 if same else 1)
-        w_sum = 0.0
-        for j in range(r0, r0 + n_r):
-            w_sum += weights[j]
         if same:
-            acc = _within(ids, cnt, optr, tot, nodes[s], c0, n_c, f_ids, f_cnt, f_off, weights, factor,
-                          eps_smoothing, keep, mat, mat_ptr[s])
-            for a in range(n_c):
-                total = 0.0
-                for t in range(acc.shape[0]):
-                    total += acc[t, a]
-                expected[c0 + a] = total
+            at = acc_ptr[s] + c * n_c
+            _within(ids, cnt, optr, tot, nodes[s], c0, n_c, c, n_chunks, f_ids, f_cnt, f_off, weights, factor,
+                    eps_smoothing, keep, mat, mat_ptr[s], acc[at:at + n_c])
         else:
-            _across(ids, cnt, optr, tot, nodes[s], c0, n_c, r0, n_r, f_ids, f_cnt, f_off, weights, factor,
-                    eps_smoothing, keep, mat, mat_ptr[s], expected)
-        for h in range(c0, c0 + n_c):
+            _across(ids, cnt, optr, tot, nodes[s], c0, n_c, bounds[s, 2], bounds[s, 3] - bounds[s, 2], c, n_chunks,
+                    f_ids, f_cnt, f_off, weights, factor, eps_smoothing, keep, mat, mat_ptr[s], expected)
+    for s in range(n_seg):
+        w_sum = 0.0
+        for r in range(bounds[s, 2], bounds[s, 3]):
+            w_sum += weights[r]
+        n_c = bounds[s, 1] - bounds[s, 0] if w_sum > 0 else 0  # (the caller refuses a segment without weight)
+        for a in range(n_c):
+            h = bounds[s, 0] + a
+            if same:  # the shares' sums, in share order
+                for c in range(shares[s + 1] - shares[s]):
+                    expected[h] += acc[acc_ptr[s] + c * n_c + a]
             expected[h] /= w_sum
     return mat, expected
 

@@ -72,6 +72,7 @@ class _Job:
     seg: np.ndarray  # int64[S+1] candidate rows
     ref_seg: np.ndarray  # int64[S+1] pseudo-reference rows
     same: bool
+    repeats: bool  # some segment holds a string twice (on either side): the matrices need expanding
 
 
 def _distinct(strings: pa.Array, ptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,12 +129,13 @@ def _job(candidates: Any, segments: Any, pseudo_references: Any, pseudo_segments
         strings = pa.concat_arrays([cands, refs]).take(pa.array(take))
         str_w = np.zeros(str_ptr[-1])
         str_w[ref_dist] = r_weight
-    return _Job(strings, str_ptr, bounds, str_w, cand_dist[c_of], ref_dist[r_of], seg, ref_seg, same)
+    repeats = len(c_rows) < len(cands) or len(r_rows) < len(refs)
+    return _Job(strings, str_ptr, bounds, str_w, cand_dist[c_of], ref_dist[r_of], seg, ref_seg, same, repeats)
 
 
 def _chunks(job: _Job, params: ChrfParams):
     """Runs of segments whose strings' n-gram entries stay near _CHUNK_ENTRIES (one segment at least):
-    yields (first segment, end segment, profiles of their strings)."""
+    yields (first segment, end segment, their first string, the profiles of their strings)."""
     data, off = _text_buffers(job.strings, params)
     _check_segment_size(off, job.str_ptr, params, "candidates and pseudo-references")
     room = params.orders * np.diff(off)  # a string of b bytes has at most b n-grams per order
@@ -193,10 +195,8 @@ def pairwise_chrf(candidates: Any, segments: Any = None, pseudo_references: Any 
     scores = np.zeros(0)
     if matrix:
         dist = np.concatenate(mats) if mats else np.zeros(0)
-        ordered = np.array_equal(job.cand_str, np.arange(len(job.cand_str)) + np.repeat(
-            job.bounds[:, 0] - job.seg[:-1], k)) and np.array_equal(job.ref_str, np.arange(len(job.ref_str)) +
-                                                                    np.repeat(job.bounds[:, 2] - job.ref_seg[:-1], r))
-        scores = dist if ordered else _expand(dist, mat_ptr, pair_ptr, job, k, r, dist_n)
+        # without repeats the distinct strings are the rows, in order (first occurrences)
+        scores = _expand(dist, mat_ptr, pair_ptr, job, k, r, dist_n) if job.repeats else dist
     return PairwiseChrf(scores, pair_ptr, np.stack([k, r], axis=1).astype(np.int64), expected[job.cand_str])
 
 
@@ -217,7 +217,7 @@ def aggregate_chrf(candidates: Any, segments: Any = None, pseudo_references: Any
     """chrF (0-1) of each candidate against its segment's aggregated pseudo-reference: float64[H].
 
     The aggregate's n-gram counts are the weighted mean of the pseudo-references' counts, order by
-    order, and so is its length (Vamvas & Sennrich 2024, section 3; fastChrF's ``aggregate_chrf``,
+    order, and so is its length (Vamvas & Sennrich 2024; fastChrF's ``aggregate_chrf``,
     which computes the same with the candidate's counts times the number of references). Not the
     mean of the pairwise scores. Arguments as :func:`pairwise_chrf`; linear in K per segment.
     """
