@@ -265,3 +265,10 @@ def test_score_command_adds_a_chrf_column_equal_to_sacrebleu(tmp_path):
     assert got.column_names[-25:] == ["chrf"] + [f"chrf_{o}_{x}" for o in ("c1", "c2", "c3", "c4", "c5", "c6", "w1",
                                                                          "w2") for x in ("hyp", "ref", "match")]
     assert got.schema.metadata[b"kbest_bleu.signature.chrf"].decode().startswith("kbest_bleu.chrF2++|")
+
+
+def test_metric_pickles_for_spark_workers():
+    import pickle
+    metric = from_options(word_order=2, beta=1)
+    assert pickle.loads(pickle.dumps(metric)) == metric
+    assert [f.name for f in metric.output_fields(False)] == ["chrf"]

@@ -170,8 +170,8 @@ def pairwise(ids, cnt, optr, tot, nodes, bounds, same, weights, factor, eps_smoo
 
     Match counts are symmetric, so with ``same`` each unordered pair is counted once and both
     directions scored from it; a pseudo-reference keeps only the n-grams some other string holds.
-    One parallel loop over every segment's shares of rows (a parallel kernel called from jitted
-    code ran serially): a few big segments and many small ones both fill the threads.
+    One parallel loop over every segment's shares of rows, so that a few big segments and many
+    small ones both fill the threads.
     """
     n_ord = optr.shape[1] - 1
     n_seg = bounds.shape[0]
