@@ -25,6 +25,7 @@ from .commands import (
     _tune_parser,
     _warmup_parser,
 )
+from .mbr import add_command as _mbr_parser
 from .options import METRICS, Parser
 from .score import SAMPLE, _score_parser
 
@@ -43,7 +44,7 @@ def _metric_parser(name: str):
 # each top-level command and the function that adds it (and its subcommands), in --help's order
 _COMMANDS = {"score": _score_parser, "corpus": _corpus_parser, "convert": _convert_parser,
              "export-moses": _export_parser, "tune": _tune_parser, "metaeval": _metaeval_parser,
-             "warmup": _warmup_parser, "paired": _paired_parser, **{m: _metric_parser(m) for m in METRICS}}
+             "warmup": _warmup_parser, "paired": _paired_parser, "mbr": _mbr_parser, **{m: _metric_parser(m) for m in METRICS}}
 
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:

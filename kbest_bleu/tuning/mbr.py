@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..stats import pair_stats
 from ..tokenize import prepare, split_ids
 
-__all__ = ["mbr_matrix", "mbr_select"]
+__all__ = ["mbr_matrix", "mbr_select", "pairwise_bleu"]
 
 
 def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -40,6 +40,26 @@ def mbr_matrix(hypotheses: Any, config: Optional[BleuConfig] = None, **options: 
     k = len(hyps)
     bleu, _ = _pair_bleu(hyps, np.array([0, k], np.int64), cfg)
     return bleu.reshape(k, k).T.copy()
+
+
+def pairwise_bleu(hypotheses: Any, seg_ptr: Any, config: Optional[BleuConfig] = None,
+                  **options: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every segment's K x K sentence-BLEU matrix, candidate-major: (scores float64[P], pair_ptr
+    int64[S+1]); entry i * K + j of segment s's block is the BLEU of candidate i with candidate j as
+    its only reference (sacrebleu's ``sentence_score(candidate_i, [candidate_j])`` under the
+    config). Memory: P = sum K^2 floats (the caller asked for the matrices)."""
+    cfg = BleuConfig.make(config, **options)
+    hyps = hypotheses_array(hypotheses)
+    seg_ptr = np.asarray(seg_ptr, np.int64)
+    bleu, out_ptr = _pair_bleu(hyps, seg_ptr, cfg)
+    sizes = np.diff(seg_ptr)
+    # the pair statistics are reference-major (j * K + i): transpose each block
+    k = np.repeat(sizes, sizes * sizes)
+    offset = np.arange(len(bleu)) - np.repeat(out_ptr[:-1], sizes * sizes)
+    ref, cand = offset // np.maximum(k, 1), offset % np.maximum(k, 1)
+    scores = np.empty_like(bleu)
+    scores[np.repeat(out_ptr[:-1], sizes * sizes) + cand * k + ref] = bleu
+    return scores, out_ptr
 
 
 def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np.ndarray] = None,
