@@ -68,7 +68,7 @@ def _folder_stamp(folder: str) -> str:
     """Digest of the contents of every ``.py`` module in ``folder`` (sorted by name): the freshness
     stamp of the cache entries of the kernels defined there."""
     digest = hashlib.sha256()
-    for path in sorted(Path(folder).glob("*.py")):
+    for path in sorted(Path(folder).glob("*.py")):  # all: a kernel also bakes in the constants it imports
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

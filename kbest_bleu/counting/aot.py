@@ -11,7 +11,7 @@ Its wrappers are built releasing the GIL (pycc's default keeps it), so the text 
 still count on every thread.
 
 The module is used only where it was built from the same sources (this package's
-``_kernels.py``, ``_split.py``, ``_tables.py`` and ``codes.py``), by the same numba installation, for the same Python
+``_kernels.py``, ``_split.py``, ``_tables.py`` and ``codes.py``), by the same numba release, for the same Python
 and architecture (:func:`_key`); each export's name carries a digest of the argument types it was
 compiled for, checked against the signature file beside it, and a call whose arguments match none
 of them (dtype, dimensions, layout, alignment, writability) goes to the numba kernel
@@ -53,18 +53,18 @@ _finding = threading.Lock()
 
 
 def _key() -> Optional[str]:
-    """What the module must have been built from: the kernels' sources, the numba installation
-    (where it is and when its files were written), Python's ABI, the architecture. None without
-    numba."""
+    """What the module must have been built from: the kernels' sources, numba's version (its
+    ``_version.py``, read without importing numba: the same release builds the same module,
+    wherever it is installed, so a module built at install in the wheel's build environment
+    serves the installed package), Python's ABI, the architecture. None without numba."""
     spec = importlib.util.find_spec("numba")
     if spec is None or spec.origin is None:
         return None
     h = hashlib.sha256()
     for name in ("_kernels.py", "_split.py", "_tables.py", "codes.py"):
         h.update((_HERE / name).read_bytes())
-    stat = os.stat(spec.origin)
-    h.update(f"{spec.origin} {stat.st_mtime_ns} {stat.st_size} {sys.implementation.cache_tag} "
-             f"{platform.machine()}".encode())
+    h.update((Path(spec.origin).parent / "_version.py").read_bytes())
+    h.update(f"{sys.implementation.cache_tag} {platform.machine()}".encode())
     return h.hexdigest()[:20]
 
 

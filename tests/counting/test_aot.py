@@ -23,7 +23,7 @@ from kbest_bleu.encode import list_offsets
 from kbest_bleu.stats import text_kernel_stats
 from kbest_bleu.tokenize import prepare
 from kbest_bleu.counting import aot as _aot
-from kbest_bleu.batch.warmup import warm_up
+from kbest_bleu.warmup import run_area
 from kbest_bleu.cli import SAMPLE, main
 
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None,
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     """The module, built in a directory of its own from this process's numba kernels."""
-    warm_up()  # every common path compiled (or loaded from the numba cache) in this process
+    run_area("counting")  # every counting path compiled (or loaded from the numba cache) in this process
     return _aot.build(tmp_path_factory.mktemp("aot"))
 
 
@@ -170,8 +170,32 @@ def test_warmup_without_the_ahead_of_time_compiler_reports_it_and_succeeds(monke
     def no_pycc(*args, **kwargs):
         raise ModuleNotFoundError("No module named 'numba.pycc'")
     monkeypatch.setattr(_aot, "build", no_pycc)
-    assert main(["warmup"]) == 0
+    assert main(["warmup", "--area", "counting", "-j", "1"]) == 0
     out = capsys.readouterr().out
     assert "kernels ready" in out
     assert "not compiled ahead of time (ModuleNotFoundError: No module named 'numba.pycc')" in out
     assert "jobs load numba's kernels instead" in out
+
+
+@pytest.mark.parametrize("size", [0, 1000, 100_000])
+def test_a_truncated_module_is_refused_not_loaded(built, tmp_path, size):
+    """A module cut short (a full disk, a copy interrupted) once killed every job with SIGBUS when
+    loaded; its digest, written in the signature file at build, no longer matches: nothing is
+    loaded and numba's kernels serve. Checked in a child process, which a load would crash."""
+    for f in built.parent.glob(built.name.split(".")[0] + ".*"):
+        shutil.copy(f, tmp_path / f.name)
+    module = tmp_path / built.name
+    module.write_bytes(module.read_bytes()[:size])
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    env.pop("KBEST_BLEU_AOT", None)
+    out = subprocess.run([sys.executable, "-c", "from kbest_bleu.counting import aot; print(aot.loaded())"],
+                         capture_output=True, text=True, env=env)
+    assert (out.returncode, out.stdout.strip()) == (0, "None"), out.stderr
+    intact = tmp_path / "intact"
+    intact.mkdir()
+    for f in built.parent.glob(built.name.split(".")[0] + ".*"):
+        shutil.copy(f, intact / f.name)
+    env["NUMBA_CACHE_DIR"] = str(intact)
+    out = subprocess.run([sys.executable, "-c", "from kbest_bleu.counting import aot; print(type(aot.loaded()).__name__)"],
+                         capture_output=True, text=True, env=env)
+    assert (out.returncode, out.stdout.strip()) == (0, "Kernels"), out.stderr  # the same files, whole, load
