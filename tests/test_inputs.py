@@ -134,13 +134,14 @@ def test_errors_name_the_users_file_not_the_converted_copy(tmp_path, capsys, mon
     (tmp_path / "two.txt").write_text("a b\nc d\n")
     assert main(["score", "hyp.txt", "-r", "two.txt", "-o", "o.parquet"]) == 2
     err = capsys.readouterr().err
-    assert "error: hyp.txt (rows counted from 0): rows 2-2: segment 2 has no references in two.txt" in err
+    assert "error: hyp.txt: 3 segments (3 lines), but --refs two.txt has 2 lines" in err
     assert "kbest_bleu-" not in err and ".parquet" not in err  # no temporary copy named
     (tmp_path / "bad.csv").write_text("segment_id,hypothesis,references\n0,a b,a b\n")
     assert main(["score", "bad.csv", "--hyp-col", "hyp", "-o", "o.parquet"]) == 2
     assert "error: bad.csv: column 'hyp' not found" in capsys.readouterr().err
     assert main(["score", "hyp.txt", "-r", "two.txt", "-o", "o.parquet", "--sort"]) == 2
-    assert "error: hyp.txt (rows counted after --sort): rows 2-2: segment 2" in capsys.readouterr().err
+    err = capsys.readouterr().err  # caught before the sort, naming the user's files
+    assert "error: hyp.txt: 3 segments (3 lines), but --refs two.txt has 2 lines" in err and ".parquet" not in err
     assert main(["score", "bad.csv", "--sort", "--seg-col", "seg", "-o", "o.parquet"]) == 2  # was a traceback
     assert "error: bad.csv: --sort: no segment column 'seg'" in capsys.readouterr().err
     t = pa.table({"segment_id": [0, 1, 0], "hypothesis": ["a", "b", "c"], "references": [["a"], ["b"], ["a"]],

@@ -89,7 +89,7 @@ def _cmd_convert(a: argparse.Namespace) -> int:
         try:
             fmt = input_format(src, a.format)[0]
         except InputError:
-            if a.format:
+            if a.format or a.nbest_size:
                 raise
             fmt = "nbest"  # as before: a file that is not parquet is read as n-best text
         to = a.to or ("nbest" if fmt == "parquet" else "parquet")

@@ -20,7 +20,7 @@ pytest.importorskip("gensim")
 def small(tmp_path_factory):
     """Three real segments of the bundled Moses sample (300 rows)."""
     from pathlib import Path
-    t = pq.read_table(Path(__file__).resolve().parents[1] / SAMPLE).slice(0, 300)
+    t = pq.read_table(Path(__file__).resolve().parents[2] / SAMPLE).slice(0, 300)
     path = tmp_path_factory.mktemp("metrics") / "in.parquet"
     pq.write_table(t, path)
     return path, t
