@@ -21,7 +21,10 @@ class BuildAndCompile(build_py):
         if os.environ.get("KBEST_BLEU_COMPILE_AT_INSTALL", "1") == "0" or getattr(self, "editable_mode", False):
             return
         env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT", "KBEST_BLEU_AOT")}
-        env["PYTHONPATH"] = os.path.abspath(self.build_lib)
+        # the built package first; pip's isolated build environment reaches its packages through
+        # PYTHONPATH too, so that stays after it
+        env["PYTHONPATH"] = os.pathsep.join([os.path.abspath(self.build_lib)] + ([env["PYTHONPATH"]]
+                                                                                 if env.get("PYTHONPATH") else []))
         t0 = time.perf_counter()
         try:
             done = subprocess.run([sys.executable, "-m", "kbest_bleu", "warmup", "-j", "2"], env=env,
