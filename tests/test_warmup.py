@@ -51,6 +51,7 @@ def _python(code: str, env: dict, timeout: int = 600) -> subprocess.CompletedPro
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.exhaustive  # ~35 s of CPU compiling the counting area afresh: CI runs it
 def test_counting_and_research_areas_compile_every_kernel_they_register(tmp_path):
     """On an empty cache every counting and research kernel is reported missing; after warm-up
     with two processes (research in a worker) none is, each area said when it started, that it
