@@ -83,13 +83,12 @@ def test_importing_the_kernels_changes_nothing_else_in_the_process(tmp_path):
             "from mine import mine\nprint(mine(1), type(mine._cache).__name__, type(_kernels._ngram_stats._cache).__name__)\n"
             "print(sorted(set(os.environ.items()) ^ set(before.items())))\n")
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.split("\n")
     assert lines[0] == "2 FunctionCache KernelCache"
     assert lines[1] == "[]"
-    assert "compiling the counting kernels" in out.stderr and "mine" not in out.stderr
+    assert "mine" not in out.stderr  # the caller's compile is not announced as the package's
 
 
 def test_a_kernel_is_recompiled_when_a_sibling_module_changes(tmp_path):

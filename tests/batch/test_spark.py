@@ -87,6 +87,7 @@ def test_segment_summary_matches_kbest_bleu(spark, pooled):
     assert summary["oracle_index"].to_pylist() == [int(np.argmax(bleu[a:b])) for a, b in zip(ptr[:-1], ptr[1:])]
 
 
+@pytest.mark.exhaustive  # a Spark session of its own (~15 s): CI runs it
 def test_score_dataframe_counts_on_the_tasks_cpus(spark, pooled):
     """Through score_dataframe's own partition function: a metric that reports the kernels'
     thread count where it runs, beside the counting, sees spark.task.cpus (1), not one thread per

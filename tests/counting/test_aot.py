@@ -133,6 +133,7 @@ def test_arguments_of_other_types_go_to_numbas_kernel(compiled):
     assert compiled._split is _counting._split  # not compiled ahead: numba's
 
 
+@pytest.mark.exhaustive  # builds the module twice (~10 s): CI runs it
 def test_a_module_built_for_other_sources_is_not_loaded(built, monkeypatch):
     """The module's name carries the key of the sources, numba, Python and architecture it was
     built for: another key finds nothing (numba's kernels serve). A rebuild removes stale modules
