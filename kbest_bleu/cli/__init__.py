@@ -16,18 +16,8 @@ from typing import Optional, Sequence
 from .. import collector
 from ..config import __version__
 from ..errors import InputError
-from .commands import (
-    _convert_parser,
-    _corpus_parser,
-    _export_parser,
-    _metaeval_parser,
-    _paired_parser,
-    _tune_parser,
-    _warmup_parser,
-)
-from .mbr import add_command as _mbr_parser
 from .options import METRICS, Parser
-from .score import SAMPLE, _score_parser
+from .score import SAMPLE
 
 __all__ = ["SAMPLE", "build_parser", "main"]
 
@@ -41,10 +31,20 @@ def _metric_parser(name: str):
     return add
 
 
+def _command(module: str, name: str):
+    """The function adding a command, from ``module`` of this package, imported when that command
+    is built: a run imports its own command's module only."""
+    def add(sub) -> None:
+        getattr(import_module(f"{__name__}.{module}"), name)(sub)
+    return add
+
+
 # each top-level command and the function that adds it (and its subcommands), in --help's order
-_COMMANDS = {"score": _score_parser, "corpus": _corpus_parser, "convert": _convert_parser,
-             "export-moses": _export_parser, "tune": _tune_parser, "metaeval": _metaeval_parser,
-             "warmup": _warmup_parser, "paired": _paired_parser, "mbr": _mbr_parser, **{m: _metric_parser(m) for m in METRICS}}
+_COMMANDS = {"score": _command("score", "_score_parser"), "corpus": _command("commands", "_corpus_parser"),
+             "convert": _command("commands", "_convert_parser"), "export-moses": _command("commands", "_export_parser"),
+             "tune": _command("commands", "_tune_parser"), "metaeval": _command("commands", "_metaeval_parser"),
+             "warmup": _command("commands", "_warmup_parser"), "paired": _command("commands", "_paired_parser"),
+             "mbr": _command("mbr", "add_command"), **{m: _metric_parser(m) for m in METRICS}}
 
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
