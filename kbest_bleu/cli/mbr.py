@@ -2,8 +2,9 @@
 
 Per segment, each candidate's expected utility against the segment's candidates as
 pseudo-references (uniform, or weighted by a softmax of the model scores): sentence BLEU under any
-smoothing and preset (:func:`kbest_bleu.tuning.mbr_select`, exact pairs), chrF or chrF++ (exact
-pairs, :func:`kbest_bleu.metrics.chrf.mbr.pairwise_chrf`, or aggregated pseudo-references,
+smoothing and preset (:func:`kbest_bleu.tuning.mbr_select`, exact pairs, or expected n-gram
+counts of the pseudo-references, :func:`kbest_bleu.tuning.mbr.aggregate_bleu`), chrF or chrF++
+(exact pairs, :func:`kbest_bleu.metrics.chrf.mbr.pairwise_chrf`, or aggregated pseudo-references,
 :func:`~kbest_bleu.metrics.chrf.mbr.aggregate_chrf`). The selected candidate is the highest
 expected utility, ties to the lowest row. Input: every format ``score`` reads.
 """
@@ -44,11 +45,13 @@ def _utilities(a: argparse.Namespace, hyps, seg_ptr, weights):
     import numpy as np
 
     if a.utility == "bleu":
-        if a.aggregate:
-            raise InputError("--aggregate: for chrF and chrF++ (reference aggregation); BLEU's utilities are exact "
-                             "pairs here: leave --aggregate out or choose --utility chrf")
-        from ..tuning.mbr import mbr_select, pairwise_bleu
+        from ..tuning.mbr import aggregate_bleu, mbr_select, pairwise_bleu
         segments = np.repeat(np.arange(len(seg_ptr) - 1), np.diff(seg_ptr))
+        if a.aggregate:
+            if a.matrix:
+                raise InputError("--matrix: the aggregated utilities compare each candidate with one aggregated "
+                                 "pseudo-reference; leave --aggregate out for the K x K matrix")
+            return aggregate_bleu(hyps, segments, weights, config_from(a)), None
         _, utility = mbr_select(hyps, segments, weights, config_from(a))
         return utility, (pairwise_bleu(hyps, seg_ptr, config_from(a)) if a.matrix else None)
     from ..metrics.chrf.mbr import aggregate_chrf, pairwise_chrf
@@ -149,7 +152,8 @@ def add_command(sub) -> None:
     p.add_argument("-o", "--output", type=writes("-o"), help="the table with mbr_utility and mbr_selected columns")
     p.add_argument("--utility", choices=UTILITIES, default="bleu", help="the utility (default bleu)")
     p.add_argument("--aggregate", action="store_true",
-                   help="chrF/chrF++ against the aggregated pseudo-reference (Vamvas & Sennrich 2024): O(K)")
+                   help="aggregated pseudo-reference, O(K): BLEU from expected n-gram counts (DeNero et al. "
+                        "2009), chrF/chrF++ against averaged statistics (Vamvas & Sennrich 2024)")
     p.add_argument("--select", action="store_true", help="write only the selected row of each segment")
     p.add_argument("--matrix", type=writes("--matrix"), metavar="FILE.parquet",
                    help="also write every pair's utility (segment, candidate_row, pseudo_reference_row, utility)")

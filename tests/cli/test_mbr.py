@@ -90,6 +90,11 @@ def test_aggregated_chrf_and_its_refusals(tmp_path, capsys):
     ptr = np.r_[0, np.flatnonzero(np.diff(seg)) + 1, len(seg)]
     got = pq.read_table(tmp_path / "a.parquet")["mbr_utility"].to_numpy()
     assert np.array_equal(got, aggregate_chrf(table["hypothesis"], ptr))
-    assert main(["mbr", str(tmp_path / "in.parquet"), "--aggregate", "-o", str(tmp_path / "b.parquet")]) == 2
-    assert "--aggregate" in capsys.readouterr().err
+    from kbest_bleu.tuning.mbr import aggregate_bleu
+    assert main(["mbr", str(tmp_path / "in.parquet"), "--aggregate", "-q", "-o", str(tmp_path / "b.parquet")]) == 0
+    got = pq.read_table(tmp_path / "b.parquet")["mbr_utility"].to_numpy()
+    assert np.array_equal(got, aggregate_bleu(table["hypothesis"], seg))  # DeNero et al. (tests/tuning)
+    assert main(["mbr", str(tmp_path / "in.parquet"), "--aggregate", "--matrix", str(tmp_path / "m.parquet"),
+                 "-o", str(tmp_path / "c.parquet")]) == 2
+    assert "--matrix" in capsys.readouterr().err
     assert main(["mbr", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "in.parquet")]) == 2  # never over the input

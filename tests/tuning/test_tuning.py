@@ -5,6 +5,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kbest_bleu as kb
 from kbest_bleu.files.nbest import dense_features
@@ -231,7 +233,8 @@ def test_tune_command_on_the_bundled_sample_merges_its_iterations(tmp_path, caps
     iterations' lists by segment_id, as the API does."""
     import json
 
-    from kbest_bleu.cli import SAMPLE as path, main
+    from kbest_bleu.cli import SAMPLE as path
+    from kbest_bleu.cli import main
     lists = KbestLists.from_table(pq.read_table(path))
     assert main(["tune", str(path), "--method", "pro"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -244,3 +247,69 @@ def test_tune_command_on_the_bundled_sample_merges_its_iterations(tmp_path, caps
     assert "one integer segment column" in capsys.readouterr().err
     assert main(["tune", str(path), "--seg-col", "dataset"]) == 2
     assert "expected integer segment ids" in capsys.readouterr().err
+
+
+def _aggregate_reference(hyps, seg, probs, n_max=4):
+    """DeNero et al. (2009) by the definition, with Counters; BLEU by sacrebleu's compute_bleu
+    (exp smoothing, effective order) on the fractional statistics."""
+    from collections import Counter
+    out = []
+    for i, h in enumerate(hyps):
+        rows = [j for j in range(len(hyps)) if seg[j] == seg[i]]
+        w = np.array([probs[j] for j in rows], float)
+        w = w / w.sum() if w.sum() > 0 else w
+        correct, total = [], []
+        toks = h.split()
+        for n in range(1, n_max + 1):
+            mine = Counter(tuple(toks[k:k + n]) for k in range(len(toks) - n + 1))
+            expected = Counter()
+            for wj, j in zip(w, rows):
+                tj = hyps[j].split()
+                for g, c in Counter(tuple(tj[k:k + n]) for k in range(len(tj) - n + 1)).items():
+                    expected[g] += wj * c
+            correct.append(sum(min(c, expected[g]) for g, c in mine.items()))
+            total.append(max(len(toks) - n + 1, 0))
+        ref_len = sum(wj * len(hyps[j].split()) for wj, j in zip(w, rows))
+        out.append(_sacrebleu_exp(correct, total, len(toks), ref_len))
+    return np.array(out)
+
+
+def _sacrebleu_exp(correct, total, sys_len, ref_len):
+    """sacrebleu 2.6.0's BLEU.compute_bleu for smooth_method="exp", effective_order=True, on
+    fractional counts and reference length (its BLEUScore formats the lengths as integers, so the
+    arithmetic is transcribed here, step for step)."""
+    import math
+    bp = 1.0 if sys_len >= ref_len else (math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0)
+    if not any(correct):
+        return 0.0
+    precisions, smooth, eff = [0.0] * 4, 1.0, 4
+    for n in range(1, 5):
+        if total[n - 1] == 0:
+            break
+        eff = n
+        if correct[n - 1] == 0:
+            smooth *= 2
+            precisions[n - 1] = 100.0 / (smooth * total[n - 1])
+        else:
+            precisions[n - 1] = 100.0 * correct[n - 1] / total[n - 1]
+    logs = [math.log(x) if x > 0 else -9999999999 for x in precisions[:eff]]
+    return bp * math.exp(sum(logs) / eff) / 100
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.lists(st.sampled_from("abcd"), max_size=7), min_size=1, max_size=5),
+                          st.booleans()), min_size=1, max_size=4), st.integers(0, 2**31 - 1))
+def test_aggregate_bleu_equals_the_definition(segments, seed):
+    """kbest_bleu.tuning.mbr.aggregate_bleu (expected n-gram counts of the pseudo-references, DeNero
+    et al. 2009) equals a Counter implementation of the definition scored by sacrebleu, uniform and
+    weighted, on tiny vocabularies where clipping against fractional counts matters."""
+    from kbest_bleu.tuning.mbr import aggregate_bleu
+    hyps, seg, probs = [], [], []
+    rng = np.random.default_rng(seed)
+    for s, (rows, weighted) in enumerate(segments):
+        for r in rows:
+            hyps.append(" ".join(r))
+            seg.append(s)
+            probs.append(float(rng.random()) if weighted else 1.0)
+    got = aggregate_bleu(hyps, seg, np.array(probs), tokenize="none")
+    assert np.allclose(got, _aggregate_reference(hyps, seg, probs), rtol=0, atol=1e-12)
