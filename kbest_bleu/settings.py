@@ -55,6 +55,7 @@ ENVIRONMENT = {
     "KBEST_BLEU_DATA": ("../shared/data beside the checkout, or ./shared/data",
                         "where metaeval and the real-data tests find the shared MT data"),
     "KBEST_BLEU_AOT": ("1", "0 turns off the ahead-of-time text kernels built by 'kbest-bleu warmup'"),
+    "KBEST_BLEU_COMPILE_AT_INSTALL": ("1", "0: pip install . compiles no kernel (setup.py; first uses compile)"),
     "NUMBA_CACHE_DIR": ("beside the sources (numba's default)",
                         "where compiled kernels (and the ahead-of-time module) are kept"),
     "NUMBA_NUM_THREADS": ("the CPUs the process may use", "the kernels' thread count (also --threads)"),
