@@ -54,18 +54,6 @@ def _metrics(a: argparse.Namespace) -> tuple[bool, list]:
                              for m in dict.fromkeys(names) if m != "bleu"]
 
 
-def _write_stdout(path: Path) -> None:
-    """The finished output to stdout, whole (short writes retried; a full disk is an error, exit 1)."""
-    from ..files.output import copy_to_stdout
-    try:
-        copy_to_stdout(path)
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise OSError(exc.errno, f"-o - (standard output): could not write the output ({exc.strerror or exc}); "
-                      "free space or choose another output") from None
-
-
 def _cmd_score(a: argparse.Namespace) -> int:
     import time
     t0 = time.perf_counter()  # the summary's wall time: the whole command, imports and reading included
@@ -154,7 +142,8 @@ def _cmd_score(a: argparse.Namespace) -> int:
             from ..files.formats import write_format
             write_format(out, a.output, a.to, score_field=a.score_field, inputs=[given], option="-o")
         elif a.output == "-":
-            _write_stdout(out)
+            from ..files.output import copy_to_stdout
+            copy_to_stdout(out, "-o")
         if a.plot:
             from ..plots import plot_scored
             plot_scored(out, a.plot, columns.segment, columns.score, name=Path(given).name)

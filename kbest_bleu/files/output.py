@@ -352,9 +352,20 @@ def write_all(fd: int, data: "bytes | memoryview") -> None:
         view = view[n:]
 
 
-def copy_to_stdout(path: "str | os.PathLike", chunk: int = 1 << 20) -> None:
+def copy_to_stdout(path: "str | os.PathLike", option: str = "-o", chunk: int = 1 << 20) -> None:
     """Copy a finished file to standard output whole (:func:`write_all`), after what Python's
-    ``sys.stdout`` holds."""
+    ``sys.stdout`` holds. A failed write (a full disk behind a redirection) raises OSError naming
+    ``option -`` (standard output), not the temporary; a reader that has gone, BrokenPipeError."""
+    try:
+        _copy_to_stdout(path, chunk)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OSError(exc.errno, f"{option} - (standard output): could not write the output "
+                      f"({exc.strerror or exc}); free space or choose another output") from None
+
+
+def _copy_to_stdout(path: "str | os.PathLike", chunk: int) -> None:
     fd = _stdout_fd()
     sys.stdout.flush()
     sink = getattr(sys.stdout, "buffer", None) if fd is None else None
@@ -401,13 +412,7 @@ def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLi
             yield out
             if not out.exists():
                 raise InputError(f"{option} -: nothing was written")
-            try:
-                copy_to_stdout(out)
-            except BrokenPipeError:
-                raise
-            except OSError as exc:
-                raise OSError(exc.errno, f"{option} - (standard output): could not write the output "
-                              f"({exc.strerror or exc}); free space or choose another output") from None
+            copy_to_stdout(out, option)
         return
     if not directory and _is_special(dst):
         yield dst  # /dev/null, a FIFO: replacing the node would destroy it
