@@ -24,7 +24,7 @@ from .tokenize import prepare, split_ids
 from .tokenize import tokenize as tokenize_column
 
 __all__ = ["Encoded", "check_contiguous", "check_segment_keys", "check_utf8", "encode", "hypotheses_array",
-           "is_token_lists", "key_labels", "list_offsets", "references_array", "run_starts", "segment_pointers",
+           "is_id_lists", "is_token_lists", "key_labels", "list_offsets", "references_array", "run_starts", "segment_pointers",
            "segment_references"]
 
 
@@ -145,6 +145,11 @@ def _is_text(t: pa.DataType) -> bool:
 
 def is_token_lists(t: pa.DataType) -> bool:
     return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_text(t.value_type)
+
+
+def is_id_lists(t: pa.DataType) -> bool:
+    """Whether an Arrow type holds token ids: list<int> (or large_list) of any integer width."""
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(t.value_type)
 
 
 def _is_dictionary_text(t: pa.DataType) -> bool:

@@ -10,20 +10,20 @@ from __future__ import annotations
 import json
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from .. import arrow_compute as pc
-from ..arrays import from_numpy, one_array, to_numpy
-from ..bleu import sentence_scores
-from ..config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
+from ..arrays import one_array, to_numpy
+from ..config import BleuConfig
 from ..counting.threads import set_threads, thread_count
 from ..encode import (
     check_contiguous,
     check_segment_keys,
     hypotheses_array,
+    is_id_lists,
     key_labels,
     references_array,
     run_starts,
@@ -31,12 +31,12 @@ from ..encode import (
 )
 from ..errors import InputError
 from ..files.references import META_SEGMENT, Columns, ReferenceTable, require_columns
-from ..metrics.base import Metric
-from ..stats import BleuStats, counts_in_parallel, segment_counter
+from ..metrics.base import Counting, Metric
+from ..metrics.bleu import Bleu, score_columns
 from .summary import MetricSummary, Summary, Tally
 
-__all__ = ["COMPRESSIONS", "META_SEGMENT", "MetricSummary", "Summary", "Tally", "is_id_lists", "output_schema",
-           "produced_ahead", "score_batches", "score_columns", "score_table"]
+__all__ = ["COMPRESSIONS", "META_SEGMENT", "MetricSummary", "Summary", "Tally", "is_id_lists", "job_metrics",
+           "output_schema", "produced_ahead", "score_batches", "score_columns", "score_table"]
 
 COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
 META_SIGNATURE = b"kbest_bleu.signature"
@@ -44,43 +44,32 @@ META_OPTIONS = b"kbest_bleu.options"
 # the JSON list of the segment key columns, so that our outputs score again by path alone
 
 
-def score_columns(config: BleuConfig, smoothings: Sequence = ()) -> list[tuple[str, BleuConfig]]:
-    """(column name, config) of every sentence-BLEU column: ``bleu`` under ``config``, then one
-    ``bleu_s<n>`` per entry of ``smoothings`` (Chen & Cherry number or sacrebleu name; "all" = every
-    smoothing of the preset; ``bleu_plus1`` for moses's bleu+1) under the same preset and options.
-    ``smoothings`` may be one comma-separated string. The statistics are counted once for all."""
-    if isinstance(smoothings, str):
-        smoothings = [x.strip() for x in smoothings.split(",") if x.strip()]
-    wanted = []
-    for s in smoothings:
-        wanted += allowed_smoothings(config.compat) if s == "all" else [s]
-    out = [("bleu", config)]
-    for s in wanted:
-        try:
-            cfg = BleuConfig.make(config, smoothing=s)
-        except InputError as exc:
-            raise InputError(f"extra smoothing {s!r}: {exc}") from None
-        name = "bleu_plus1" if cfg.smoothing == BLEU_PLUS_1 else f"bleu_s{cfg.smoothing}"
-        if name not in dict(out):
-            out.append((name, cfg))
-    return out
+def job_metrics(config: BleuConfig, smoothings: Sequence = (), metrics: Sequence[Metric] = (), bleu: bool = True,
+                engine: str = "kernels") -> list[Metric]:
+    """Every metric a job scores, in output order: BLEU under ``config`` (one column per extra
+    smoothing, :func:`~kbest_bleu.metrics.bleu.score_columns`) unless ``bleu`` is False, then ``metrics``."""
+    if not bleu:
+        if not metrics:
+            raise InputError("metrics: expected at least one metric to score, found none (BLEU left out and no other)")
+        if smoothings:
+            raise InputError(f"extra smoothings {smoothings!r}: they are BLEU columns; add bleu to the metrics "
+                             "(--metric bleu,...) or leave --also-smoothing out")
+        return list(metrics)
+    return [Bleu(config, smoothings, engine), *metrics]
 
 
 def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool, smoothings: Sequence = (),
                   metrics: Sequence[Metric] = (), bleu: bool = True) -> pa.Schema:
-    """Input schema + ``bleu`` (+ one column per extra smoothing, see :func:`score_columns`)
-    (+ statistics columns) (+ each metric's columns, :meth:`Metric.output_fields`), with signatures
-    and options as metadata: ``kbest_bleu.signature`` is the signature of ``bleu``,
-    ``kbest_bleu.signature.<column>`` that of each extra BLEU column and of each metric.
-    ``bleu=False``: the metrics' columns alone (no BLEU column, statistics or signature)."""
-    scored = _bleu_columns(config, smoothings, bleu, metrics)
-    fields = [pa.field(name, pa.float64()) for name, _ in scored]
-    if stats and bleu:
-        n = config.max_order
-        fields += [pa.field(f"{kind}{i}", pa.int32()) for kind in ("m", "t") for i in range(1, n + 1)]
-        fields += [pa.field("hyp_len", pa.int32()), pa.field("ref_len", pa.int32())]
-    for metric in metrics:
-        fields += metric.output_fields(stats)
+    """Input schema + each metric's columns (:meth:`Metric.output_fields`; first BLEU's:
+    ``bleu``, one column per extra smoothing, with ``stats`` its statistics, unless ``bleu`` is
+    False), with signatures and options as metadata: ``kbest_bleu.signature`` is the signature of
+    ``bleu``, ``kbest_bleu.signature.<column>`` that of every other scored column
+    (:meth:`Metric.signatures`); ``kbest_bleu.options`` BLEU's options."""
+    return _output_schema(schema, job_metrics(config, smoothings, metrics, bleu), stats)
+
+
+def _output_schema(schema: pa.Schema, metrics: Sequence[Metric], stats: bool) -> pa.Schema:
+    fields = [f for metric in metrics for f in metric.output_fields(stats)]
     names = [f.name for f in fields]
     if len(set(names)) != len(names):
         raise InputError(f"output columns: a name appears twice in {names}; ask for each metric once")
@@ -88,27 +77,13 @@ def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool, smoothings
         if schema.get_field_index(f.name) >= 0:
             raise InputError(f"output column {f.name!r} already exists in the input; rename or drop it first")
     meta = dict(schema.metadata or {})
-    if bleu:
-        meta[META_SIGNATURE] = config.signature("sentence").encode()
-    for name, cfg in scored[1:]:
-        meta[META_SIGNATURE + b"." + name.encode()] = cfg.signature("sentence").encode()
     for metric in metrics:
-        meta[META_SIGNATURE + b"." + metric.name.encode()] = metric.signature().encode()
-    if bleu:
-        meta[META_OPTIONS] = json.dumps({k: v for k, v in config.__dict__.items()}).encode()
+        for column, signature in metric.signatures().items():
+            key = META_SIGNATURE if column == "bleu" else META_SIGNATURE + b"." + column.encode()
+            meta[key] = signature.encode()
+        if isinstance(metric, Bleu):
+            meta[META_OPTIONS] = json.dumps(dict(metric.config.__dict__)).encode()
     return pa.schema(list(schema) + fields, metadata=meta)
-
-
-def _bleu_columns(config: BleuConfig, smoothings: Sequence, bleu: bool, metrics: Sequence[Metric]) -> list:
-    """:func:`score_columns`, or none for a job without BLEU (which must have other metrics)."""
-    if bleu:
-        return score_columns(config, smoothings)
-    if not metrics:
-        raise InputError("metrics: expected at least one metric to score, found none (BLEU left out and no other)")
-    if smoothings:
-        raise InputError(f"extra smoothings {smoothings!r}: they are BLEU columns; add bleu to the metrics "
-                         "(--metric bleu,...) or leave --also-smoothing out")
-    return []
 
 
 @dataclass
@@ -118,24 +93,26 @@ class _Chunk:
     table: pa.Table
     seg_ptr: np.ndarray  # int64[S+1] row pointers of the segments
     row0: int  # the table's first row in the stream
-    hyps: pa.Array
-    refs: pa.Array  # list<string>, each segment's references
     n_refs: np.ndarray  # int[S]
-    count: Callable[[], BleuStats]  # the counting left to do (:func:`~kbest_bleu.stats.segment_counter`)
+    countings: list  # per metric, the counting left to do (:meth:`Metric.counter`)
     inputs: list  # the input columns, of the types the output declares
     schema: pa.Schema  # the output's
 
     @property
     def parallel(self) -> bool:
-        """Whether the counting launches parallel kernels (:func:`~kbest_bleu.stats.counts_in_parallel`)."""
-        return counts_in_parallel(self.hyps, self.refs)
+        """Whether any metric's counting launches parallel kernels (:class:`Counting`)."""
+        return any(c.parallel for c in self.countings)
+
+    def count(self) -> list:
+        """Every metric's statistics, in the order of the metrics."""
+        return [c.run() for c in self.countings]
 
 
-def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, scored: list, columns: Columns,
-                   references: Optional[ReferenceTable], schema: pa.Schema, source: str, engine: str) -> _Chunk:
-    """Check a table of whole segments (``starts``: first row of each) and prepare it for
-    counting; ``scored``: the BLEU columns (:func:`score_columns`), the first one's config
-    drives the rest. No parallel kernel runs here (it may run beside the kernels)."""
+def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, metrics: Sequence[Metric],
+                   columns: Columns, references: Optional[ReferenceTable], schema: pa.Schema, source: str,
+                   engine: str) -> _Chunk:
+    """Check a table of whole segments (``starts``: first row of each) and prepare each metric's
+    counting (:meth:`Metric.counter`). No parallel kernel runs here (it may run beside the kernels)."""
     n = chunk.num_rows
     seg_ptr = np.append(starts, n)
     where = f"rows {row0}-{row0 + n - 1}"  # of ``source``, which the errors below are prefixed with
@@ -143,105 +120,83 @@ def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int,
     # is copied once), then the scoring and the output use the same arrays
     chunk = chunk.combine_chunks()
     hyps = one_array(chunk[columns.hypothesis])
-    if is_id_lists(hyps.type):
-        return _prepare_id_chunk(chunk, hyps, seg_ptr, labels, row0, scored, columns, references, schema, source)
-    if not (pa.types.is_string(hyps.type) or pa.types.is_large_string(hyps.type)):
-        raise InputError(f"{source}: column {columns.hypothesis!r} has Arrow type {hyps.type}; expected string")
     try:
-        hyps = hypotheses_array(hyps, row0)
-        if references is None:
-            refs = segment_references(references_array(one_array(chunk[columns.references]), row0),
-                                      seg_ptr, n, row0, engine)
+        if is_id_lists(hyps.type):
+            refs, n_refs = _id_references(chunk, seg_ptr, metrics, columns, references)
         else:
-            refs = references.lookup(labels, where)
+            refs, n_refs = _text_references(chunk, hyps, seg_ptr, labels, row0, columns, references, where, engine)
+            hyps = hypotheses_array(hyps, row0)
+        no_refs = np.flatnonzero(n_refs == 0)
+        if no_refs.size:
+            raise InputError(f"segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
+                             "references; expected at least one per segment in a batch job (an empty string '' is "
+                             "a valid, empty reference)")
+        countings = [_counting(m.counter(hyps, refs, seg_ptr, chunk, row0), source) for m in metrics]
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
-    n_refs = to_numpy(pc.list_value_length(refs))
-    no_refs = np.flatnonzero(n_refs == 0)
-    if no_refs.size:
-        raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
-                         "references; expected at least one per segment in a batch job (an empty string '' is a "
-                         "valid, empty reference)")
-    # no BLEU (--metric meteor): nothing to count, the metrics score the prepared segments
-    count = segment_counter(hyps, refs, seg_ptr, *(c for _, c in scored), engine=engine) if scored else _nothing
     inputs = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
-    return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, inputs, schema)
+    return _Chunk(chunk, seg_ptr, row0, n_refs, countings, inputs, schema)
 
 
-def is_id_lists(t: pa.DataType) -> bool:
-    """Whether an Arrow type holds token ids: list<int> (or large_list) of any integer width."""
-    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(t.value_type)
+def _text_references(chunk: pa.Table, hyps: pa.Array, seg_ptr: np.ndarray, labels: list, row0: int,
+                     columns: Columns, references: Optional[ReferenceTable], where: str, engine: str) -> tuple:
+    """(list<string> [S] each segment's references, int[S] their numbers) for text hypotheses;
+    ``engine``: the job's (the numpy engine gathers references without kernels)."""
+    if not (pa.types.is_string(hyps.type) or pa.types.is_large_string(hyps.type)):
+        raise InputError(f"column {columns.hypothesis!r} has Arrow type {hyps.type}; expected string")
+    if references is None:
+        refs = segment_references(references_array(one_array(chunk[columns.references]), row0),
+                                  seg_ptr, chunk.num_rows, row0, engine)
+    else:
+        refs = references.lookup(labels, where)
+    return refs, to_numpy(pc.list_value_length(refs))
 
 
-def _prepare_id_chunk(chunk: pa.Table, hyps: pa.Array, seg_ptr: np.ndarray, labels: list, row0: int, scored: list,
-                      columns: Columns, references: Optional[ReferenceTable], schema: pa.Schema,
-                      source: str) -> _Chunk:
-    """:func:`_prepare_chunk` for token ids (hypotheses list<int>, references list<list<int>> per
-    row): counted by :func:`kbest_bleu.token_ids.segment_token_stats`, which validates the rows."""
-    from ..token_ids import segment_token_stats
-
+def _id_references(chunk: pa.Table, seg_ptr: np.ndarray, metrics: Sequence[Metric], columns: Columns,
+                   references: Optional[ReferenceTable]) -> tuple:
+    """(list<list<int>> [H] each row's references, int[S] their numbers per segment) for token-id
+    hypotheses, which BLEU alone scores (:func:`kbest_bleu.token_ids.segment_token_stats`
+    validates the rows when it counts)."""
     if references is not None or columns.references not in chunk.column_names:
-        raise InputError(f"{source}: token-id hypotheses take their references from a list<list<int>> column of "
-                         "the table (--ref-col), not from a reference table or text file")
-    if not scored:
-        raise InputError(f"{source}: token-id columns are scored with BLEU only; drop the other metrics from --metric")
-    if any(cfg.tokenize != "none" or cfg.lowercase for _, cfg in scored):
-        raise InputError(f"{source}: token ids are tokens already: score them with tokenize='none' and no lowercasing")
+        raise InputError("token-id hypotheses take their references from a list<list<int>> column of the table "
+                         "(--ref-col), not from a reference table or text file")
+    if any(not isinstance(m, Bleu) for m in metrics):
+        raise InputError("token-id columns are scored with BLEU only; drop the other metrics from --metric")
     refs = one_array(chunk[columns.references])
     if not ((pa.types.is_list(refs.type) or pa.types.is_large_list(refs.type)) and is_id_lists(refs.type.value_type)):
-        raise InputError(f"{source}: column {columns.references!r} has Arrow type {refs.type}; token-id hypotheses "
-                         "need list<list<int>> references (each row's references as lists of ids)")
+        raise InputError(f"column {columns.references!r} has Arrow type {refs.type}; token-id hypotheses need "
+                         "list<list<int>> references (each row's references as lists of ids)")
     n_refs = to_numpy(pc.list_value_length(refs)).astype(np.int64)[seg_ptr[:-1]] if len(refs) else np.zeros(0, np.int64)
-    no_refs = np.flatnonzero(n_refs == 0)
-    if no_refs.size:
-        raise InputError(f"{source}: segment {labels[no_refs[0]]!r} (row {row0 + int(seg_ptr[no_refs[0]])}) has no "
-                         "references; expected at least one per segment in a batch job")
-    configs = [cfg for _, cfg in scored]
+    return refs, n_refs
 
-    def count() -> BleuStats:
+
+def _counting(counting: Counting, source: str) -> Counting:
+    """``counting`` whose errors (raised when it runs, possibly on another thread) name ``source``."""
+    def run() -> object:
         try:
-            return segment_token_stats(hyps, refs, seg_ptr, *configs, row_offset=row0)
+            return counting.run()
         except InputError as exc:
             raise InputError(f"{source}: {exc}") from None
-    inputs = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
-    return _Chunk(chunk, seg_ptr, row0, hyps, refs, n_refs, count, inputs, schema)
+    return Counting(run, counting.parallel)
 
 
-def _nothing() -> None:
-    return None
-
-
-def _score_chunk(chunk: _Chunk, stats: Optional[BleuStats], scored: list, columns: Columns, with_stats: bool,
-                 tally: Optional[Tally], metrics: Sequence[Metric] = ()) -> pa.RecordBatch:
-    """Score a prepared chunk from its statistics (``stats``) into one output batch; ``metrics``:
-    more metrics, each scoring the same segments (DESIGN.md section 6). ``scored`` empty: no BLEU
-    (``stats`` None), the metrics' columns only."""
+def _score_chunk(chunk: _Chunk, statistics: list, metrics: Sequence[Metric], columns: Columns, with_stats: bool,
+                 tally: Optional[Tally]) -> pa.RecordBatch:
+    """Score a prepared chunk from its metrics' statistics (:meth:`Metric.compute`, one loop for
+    every metric, BLEU included: DESIGN.md section 6) into one output batch."""
     arrays = list(chunk.inputs)
-    bleu = None
-    if scored:
-        cfg = scored[0][1]
-        bleu = sentence_scores(stats, cfg)
-        arrays.append(from_numpy(bleu))
-        arrays += [from_numpy(sentence_scores(stats, c)) for _, c in scored[1:]]
-        if with_stats:
-            n_ord = cfg.max_order
-            arrays += [from_numpy(stats.matches[:, i]) for i in range(n_ord)]
-            arrays += [from_numpy(stats.totals[:, i]) for i in range(n_ord)]
-            arrays += [from_numpy(stats.hyp_len), from_numpy(stats.ref_len)]
-    metric_scores = {}
-    for metric in metrics:
-        out = metric.score_segments(chunk.hyps, chunk.refs, chunk.seg_ptr, chunk.table, with_stats)
-        if tally is not None:  # the summary's means: the metric's main column (named as the metric)
-            names = [f.name for f in metric.output_fields(with_stats)]
-            metric_scores[metric.name] = to_numpy(out[names.index(metric.name) if metric.name in names else 0])
-            if metric.name not in tally.metric_signatures:
-                tally.metric_signatures[metric.name] = metric.signature()
+    scored = []  # (metric, statistics, its main column) for the tally
+    for metric, st in zip(metrics, statistics):
+        out = metric.compute(st, with_stats)
         arrays += out
+        if tally is not None:  # the summary: the metric's main column (named as the metric)
+            names = [f.name for f in metric.output_fields(with_stats)]
+            scored.append((metric, st, to_numpy(out[names.index(metric.name) if metric.name in names else 0])))
     if tally is not None:
         score = None
         if columns.score is not None:
             score = to_numpy(chunk.table[columns.score]).astype(np.float64)
-        tally.add(stats, bleu, chunk.seg_ptr, score, chunk.n_refs, metric_scores)
+        tally.add(chunk.seg_ptr, score, chunk.n_refs, scored)
     return pa.RecordBatch.from_arrays(arrays, schema=chunk.schema)
 
 
@@ -282,29 +237,29 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
     ``engine``: "kernels" (numba) or "numpy", for small jobs (:func:`kbest_bleu.stats.numpy_engine_suits`).
     ``ahead``: a one-thread executor on which the next chunk of segments is taken from
     ``batches``, checked and prepared while the current one is counted and scored (the parquet
-    job's reader thread; no parallel kernel runs there); then, on the kernels engine and without
-    ``metrics``, each chunk of text is also counted on a thread of its own while the calling
-    thread scores the one before (:func:`_counted`). None does everything on the calling thread.
+    job's reader thread; no parallel kernel runs there); then, on the kernels engine, a chunk
+    whose counting launches no parallel kernel (BLEU alone on text) is also counted on a thread
+    of its own while the calling thread scores the one before (:func:`_counted`). None does
+    everything on the calling thread. Every metric, BLEU included, is scored by one loop
+    (:func:`job_metrics`: BLEU first, then ``metrics``).
     ``bleu=False``: no BLEU at all (nothing counted), only the columns of ``metrics``.
     """
-    cfg = config or BleuConfig()
-    scored = _bleu_columns(cfg, smoothings, bleu, metrics)
-    chunks = _prepared_chunks(batches, cfg, scored, columns, references, stats, smoothings, source, schema, metrics,
-                              engine)
-    overlap = ahead is not None and engine == "kernels" and not metrics
+    every = job_metrics(config or BleuConfig(), smoothings, metrics, bleu, engine)
+    chunks = _prepared_chunks(batches, every, columns, references, stats, source, schema, engine)
+    overlap = ahead is not None and engine == "kernels"
     for chunk, counted in _counted(chunks if ahead is None else produced_ahead(chunks, ahead), overlap):
-        yield _score_chunk(chunk, counted, scored, columns, stats, tally, metrics)
+        yield _score_chunk(chunk, counted, every, columns, stats, tally)
 
 
-def _counted(chunks: Iterator[_Chunk], overlap: bool) -> Iterator[tuple[_Chunk, BleuStats]]:
+def _counted(chunks: Iterator[_Chunk], overlap: bool) -> Iterator[tuple[_Chunk, list]]:
     """Each chunk with its statistics, in order. With ``overlap``, chunk i+1 is counted on a
     thread of its own (the kernels' thread count carried over: numba keeps one per thread)
     while the caller scores chunk i (smoothings, tallies, the output batch: Python and numpy that
     otherwise left the kernels' threads idle): the 2,000,000-row job 1.629 against 1.693 s, 8
     alternated runs each. Parallel kernels stay on the calling thread (numba's workqueue layer
     takes parallel launches from one thread at a time): a chunk whose counting launches them
-    (token lists) is counted there, after the one before it; without ``overlap`` (a job with
-    metrics, whose kernels the calling thread launches in parallel; the numpy engine) every chunk is."""
+    (token lists; metrics other than BLEU, :class:`Counting`) is counted there, after the one
+    before it; without ``overlap`` (the numpy engine, no reader thread) every chunk is."""
     if not overlap:
         for chunk in chunks:
             yield chunk, chunk.count()
@@ -328,9 +283,9 @@ def _counted(chunks: Iterator[_Chunk], overlap: bool) -> Iterator[tuple[_Chunk, 
                 yield chunk, chunk.count()
 
 
-def _prepared_chunks(batches: Iterable[pa.RecordBatch], cfg: BleuConfig, scored: list, columns: Columns,
-                     references: Optional[ReferenceTable], stats: bool, smoothings: Sequence, source: str,
-                     schema: Optional[pa.Schema], metrics: Sequence[Metric], engine: str) -> Iterator[_Chunk]:
+def _prepared_chunks(batches: Iterable[pa.RecordBatch], metrics: Sequence[Metric], columns: Columns,
+                     references: Optional[ReferenceTable], stats: bool, source: str,
+                     schema: Optional[pa.Schema], engine: str) -> Iterator[_Chunk]:
     """The batches regrouped into tables of whole segments, each checked and prepared
     (:func:`_prepare_chunk`); the arguments are :func:`score_batches`'s."""
     out_schema = None
@@ -343,7 +298,7 @@ def _prepared_chunks(batches: Iterable[pa.RecordBatch], cfg: BleuConfig, scored:
             names += [c for m in metrics for c in m.input_columns()]
             require_columns(batch.schema, names + ([columns.references] if references is None else []), source)
             in_schema = batch.schema
-            out_schema = output_schema(schema or in_schema, cfg, stats, smoothings, metrics, bool(scored))
+            out_schema = _output_schema(schema or in_schema, metrics, stats)
             out_schema = out_schema.with_metadata({**out_schema.metadata,
                                                    META_SEGMENT: json.dumps(list(columns.segment)).encode()})
         if batch.num_rows == 0:
@@ -362,7 +317,7 @@ def _prepared_chunks(batches: Iterable[pa.RecordBatch], cfg: BleuConfig, scored:
             done = starts[:-1]
             labels = key_labels(keys, done)
             check_contiguous(labels, seen, done + row0, source)
-            yield _prepare_chunk(table.slice(0, last), done, labels, row0, scored, columns, references, out_schema,
+            yield _prepare_chunk(table.slice(0, last), done, labels, row0, metrics, columns, references, out_schema,
                                  source, engine)
             row0 += last
         pending = table.slice(last)
@@ -371,7 +326,7 @@ def _prepared_chunks(batches: Iterable[pa.RecordBatch], cfg: BleuConfig, scored:
         starts = np.zeros(1, np.int64)
         labels = key_labels(keys, starts)
         check_contiguous(labels, seen, starts + row0, source)
-        yield _prepare_chunk(pending, starts, labels, row0, scored, columns, references, out_schema, source, engine)
+        yield _prepare_chunk(pending, starts, labels, row0, metrics, columns, references, out_schema, source, engine)
 
 
 def score_table(table: Any, config: Optional[BleuConfig] = None, **kwargs: Any) -> Any:

@@ -1,12 +1,13 @@
 """The batch job's summary: running totals of whole segments (:class:`Tally`, mergeable across
-Spark partitions) and what a job reports at the end (:class:`Summary`): corpus BLEU of the
-1-best and oracle rows from summed statistics, and for the other metrics of ``--metric`` the
-means of their sentence scores."""
+Spark partitions) and what a job reports at the end (:class:`Summary`): for every metric the
+means of its sentence scores over every row, the 1-best rows and the oracle rows, and for a
+metric with a corpus score (BLEU, chrF) the corpus score of the 1-best and oracle rows from
+summed statistics (:meth:`~kbest_bleu.metrics.base.Metric.totals`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -19,91 +20,109 @@ __all__ = ["MetricSummary", "Summary", "Tally"]
 
 @dataclass
 class Tally:
-    """Running totals for the end-of-job summary (sums of statistics, never rows)."""
+    """Running totals for the end-of-job summary (sums of statistics, never rows).
+
+    config : the job's BLEU options (the summary's signatures); ``bleu`` False: a job without
+        BLEU (``--metric meteor``), no BLEU fields in the summary.
+    """
 
     config: BleuConfig
     rows: int = 0
     segments: int = 0
-    bleu_sum: float = 0.0
-    one_best: Optional[BleuStats] = None
-    oracle: Optional[BleuStats] = None
     nrefs: set = field(default_factory=set)  # distinct reference counts per segment (the signature's nrefs)
-    # per metric of --metric besides BLEU: float64[3] sums of (every row, the 1-best rows, the oracle
-    # rows) of its sentence scores, and its signature
+    # per metric: float64[3] sums of its main column over (every row, the 1-best rows, its oracle
+    # rows); for a metric with a corpus score, [2, k] summed statistics of (the 1-best, the oracle)
+    # rows and the metric itself (small: options only) to score them; every metric's signature
     metrics: dict = field(default_factory=dict)
+    totals: dict = field(default_factory=dict)
+    corpus_scorers: dict = field(default_factory=dict)
     metric_signatures: dict = field(default_factory=dict)
-    bleu: bool = True  # False: a job of other metrics only (--metric meteor), no BLEU fields in the summary
+    bleu: bool = True
 
-    def add(self, stats: Optional[BleuStats], bleu: Optional[np.ndarray], seg_ptr: np.ndarray,
-            model_score: Optional[np.ndarray], nrefs: Optional[np.ndarray] = None,
-            metric_scores: Optional[dict] = None) -> None:
-        """Add scored whole segments; ``nrefs``: int[segments], each segment's number of references;
-        ``stats``/``bleu`` None for a job without BLEU; ``metric_scores``: metric name -> float64[H]
-        sentence scores of the other metrics (their 1-best is the same row as BLEU's, their oracle
-        the row with their own best score)."""
+    def add(self, seg_ptr: np.ndarray, model_score: Optional[np.ndarray], nrefs: Optional[np.ndarray],
+            scored: Sequence[tuple[Any, Any, np.ndarray]]) -> None:
+        """Add scored whole segments. ``seg_ptr``: int64[S+1]; ``model_score``: float[H] or None
+        (the 1-best row is then each segment's first); ``nrefs``: int[S], each segment's number of
+        references; ``scored``: (metric, its statistics, float[H] its main column) per metric. The
+        1-best rows are the same for every metric, each metric's oracle is its own best row."""
         if nrefs is not None:
             # not np.unique: without return_* options it imports numpy.ma (~10 ms a process, numpy 2.4)
             self.nrefs.update(np.flatnonzero(np.bincount(nrefs)).tolist())
         self.rows += int(seg_ptr[-1] - seg_ptr[0])
         self.segments += len(seg_ptr) - 1
         first = seg_ptr[:-1] if model_score is None else segment_argmax(model_score, seg_ptr)
-        if bleu is not None:
-            self.bleu_sum += float(bleu.sum())
-            self.one_best = _accumulate(self.one_best, stats[first])
-            self.oracle = _accumulate(self.oracle, stats[segment_argmax(bleu, seg_ptr)])
-        for name, values in (metric_scores or {}).items():
+        for metric, statistics, values in scored:
             v = np.nan_to_num(np.asarray(values, np.float64))  # no NaN in a summary
-            sums = np.array([v.sum(), v[first].sum(), v[segment_argmax(v, seg_ptr)].sum()])
-            self.metrics[name] = sums + self.metrics.get(name, 0.0)
+            best = segment_argmax(v, seg_ptr)
+            self._add(self.metrics, metric.name, np.array([v.sum(), v[first].sum(), v[best].sum()]))
+            one_best = metric.totals(statistics, first)
+            if one_best is not None:
+                self._add(self.totals, metric.name, np.stack([one_best, metric.totals(statistics, best)]))
+                self.corpus_scorers.setdefault(metric.name, metric)
+            self.metric_signatures.setdefault(metric.name, metric.signatures()[metric.name])
+
+    @staticmethod
+    def _add(sums: dict, name: str, values: np.ndarray) -> None:
+        sums[name] = values + sums[name] if name in sums else values
 
     def merge(self, other: "Tally") -> None:
         """Add another job part's totals (Spark partitions, tallied apart, summed on the driver)."""
         self.rows += other.rows
         self.segments += other.segments
-        self.bleu_sum += other.bleu_sum
-        for name in ("one_best", "oracle"):
-            theirs = getattr(other, name)
-            if theirs is not None:
-                setattr(self, name, _accumulate(getattr(self, name), theirs))
         self.nrefs |= other.nrefs
         for name, sums in other.metrics.items():
-            self.metrics[name] = sums + self.metrics.get(name, 0.0)
-        self.metric_signatures.update(other.metric_signatures)
+            self._add(self.metrics, name, sums)
+        for name, sums in other.totals.items():
+            self._add(self.totals, name, sums)
+        for mine, theirs in ((self.corpus_scorers, other.corpus_scorers),
+                             (self.metric_signatures, other.metric_signatures)):
+            for name, value in theirs.items():
+                mine.setdefault(name, value)
 
     def summary(self, seconds: float) -> "Summary":
-        empty = BleuStats(np.zeros((1, self.config.max_order + 1), np.int64), np.zeros((1, self.config.max_order + 1),
-                          np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
         # sacrebleu's nrefs: the count, or "var" when segments differ; unknown when nothing was added
         nrefs = None if not self.nrefs else self.nrefs.copy().pop() if len(self.nrefs) == 1 else "var"
-        one_best = corpus_score(self.one_best or empty, self.config)
-        oracle = corpus_score(self.oracle or empty, self.config)
+        rows, segments = max(self.rows, 1), max(self.segments, 1)
+        metrics = {}
+        for name, sums in self.metrics.items():
+            if name == "bleu" and self.bleu:
+                continue
+            corpus = [None, None]
+            if name in self.totals:
+                corpus = [float(self.corpus_scorers[name].corpus(t)) for t in self.totals[name]]
+            metrics[name] = MetricSummary(*(sums / np.array([rows, segments, segments])).tolist(),
+                                          self.metric_signatures.get(name, ""), *corpus)
+        if not self.bleu:
+            return Summary(self.rows, self.segments, None, None, None, None, seconds, metrics)
+        if "bleu" in self.totals:
+            one_best, oracle = (self.corpus_scorers["bleu"].corpus(t) for t in self.totals["bleu"])
+        else:  # nothing scored: the scores of empty statistics
+            n = self.config.max_order + 1
+            empty = BleuStats(np.zeros((1, n), np.int64), np.zeros((1, n), np.int64), np.zeros(1, np.int64),
+                              np.zeros(1, np.int64))
+            one_best = oracle = corpus_score(empty, self.config)
         if nrefs is not None:
             corpus_sig = self.config.signature("corpus", nrefs=nrefs)
             one_best, oracle = (replace(r, signature=corpus_sig) for r in (one_best, oracle))
-        metrics = {name: MetricSummary(*(sums / np.array([max(self.rows, 1), max(self.segments, 1),
-                                                           max(self.segments, 1)])).tolist(),
-                                       self.metric_signatures.get(name, ""))
-                   for name, sums in self.metrics.items()}
-        if not self.bleu:
-            return Summary(self.rows, self.segments, None, None, None, None, seconds, metrics)
-        return Summary(self.rows, self.segments, self.bleu_sum / self.rows if self.rows else 0.0, one_best, oracle,
+        mean = self.metrics["bleu"][0] / self.rows if self.rows else 0.0
+        return Summary(self.rows, self.segments, float(mean), one_best, oracle,
                        self.config.signature("sentence", nrefs=nrefs), seconds, metrics)
-
-
-def _accumulate(total: Optional[BleuStats], part: BleuStats) -> BleuStats:
-    return part.sum() if total is None else BleuStats.concat([total, part.sum()]).sum()
 
 
 @dataclass(frozen=True)
 class MetricSummary:
     """A metric's sentence scores summed up (0-1): the mean over every row, over the 1-best rows
     (the model score's argmax, else the first row of each segment) and over the oracle rows (each
-    segment's best by this metric); means of sentence scores, not the metric's system score."""
+    segment's best by this metric); means of sentence scores, not the metric's system score.
+    A metric with a corpus score (chrF) also has it for the 1-best and the oracle rows, from their
+    summed statistics (``corpus_one_best``, ``corpus_oracle``; None for the others)."""
 
     mean: float
     one_best: float
     oracle: float
     signature: str
+    corpus_one_best: Optional[float] = None  # the metric's corpus score of the 1-best rows, if it has one
+    corpus_oracle: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -137,8 +156,11 @@ class Summary:
             width = max(21, len(name) + 16)
             lines += [f"{'mean sentence ' + name:<{width}}{100 * m.mean:6.2f}",
                       f"{'1-best mean ' + name:<{width}}{100 * m.one_best:6.2f}",
-                      f"{'oracle mean ' + name:<{width}}{100 * m.oracle:6.2f}",
-                      f"{name + ' signature':<{width}}{m.signature}"]
+                      f"{'oracle mean ' + name:<{width}}{100 * m.oracle:6.2f}"]
+            if m.corpus_one_best is not None:
+                lines += [f"{'1-best corpus ' + name:<{width}}{100 * m.corpus_one_best:6.2f}",
+                          f"{'oracle corpus ' + name:<{width}}{100 * m.corpus_oracle:6.2f}"]
+            lines += [f"{name + ' signature':<{width}}{m.signature}"]
         return "\n".join(lines)
 
     def to_dict(self) -> dict:

@@ -43,9 +43,9 @@ def _metrics(a: argparse.Namespace) -> tuple[bool, list]:
     (DESIGN.md section 6), in the order given; any metric may come alone or in any order."""
     from ..metrics.base import REGISTRY, load_metric
     names = [m.strip() for m in a.metric.split(",") if m.strip()]
-    unknown = [m for m in names if m != "bleu" and m not in REGISTRY]
+    unknown = [m for m in names if m not in REGISTRY]
     if unknown or not names:
-        raise InputError(f"--metric: expected a comma-separated list of metrics from bleu, {', '.join(REGISTRY)} "
+        raise InputError(f"--metric: expected a comma-separated list of metrics from {', '.join(REGISTRY)} "
                          f"(any order, any one alone); found {a.metric!r}")
     if "bleu" not in names and a.also_smoothing:
         raise InputError("--also-smoothing: adds BLEU columns, but --metric has no bleu; add it (--metric "
@@ -201,16 +201,22 @@ def _score_spark(a, src, cfg, columns, refs, metrics) -> int:
 
 def _summary_json(s, width: int) -> dict:
     """The job summary on sacrebleu's 0-100 scale (the BLEU fields only when BLEU was scored; the
-    other metrics' means of sentence scores under ``metrics``); ``seconds``: the job's wall time."""
+    other metrics' means of sentence scores under ``metrics``, and the corpus scores of those that
+    have one); ``seconds``: the job's wall time."""
     out: dict = {"rows": s.rows, "segments": s.segments}
     if s.one_best is not None:
         out.update({"mean_sentence_bleu": round(100 * s.mean_bleu, width + 2),
                     "one_best": _bleu_json(s.one_best, s.one_best.signature, width),
                     "oracle": _bleu_json(s.oracle, s.oracle.signature, width), "signature": s.signature})
     if s.metrics:
-        out["metrics"] = {name: {"mean": round(100 * m.mean, width + 2), "one_best_mean": round(100 * m.one_best, width + 2),
-                                 "oracle_mean": round(100 * m.oracle, width + 2), "signature": m.signature}
-                          for name, m in s.metrics.items()}
+        out["metrics"] = {}
+        for name, m in s.metrics.items():
+            out["metrics"][name] = {"mean": round(100 * m.mean, width + 2),
+                                    "one_best_mean": round(100 * m.one_best, width + 2),
+                                    "oracle_mean": round(100 * m.oracle, width + 2), "signature": m.signature}
+            if m.corpus_one_best is not None:  # chrF: corpus scores from summed statistics
+                out["metrics"][name].update(one_best_corpus=round(100 * m.corpus_one_best, width + 2),
+                                            oracle_corpus=round(100 * m.corpus_oracle, width + 2))
     out["seconds"] = s.seconds
     return out
 

@@ -10,7 +10,7 @@ metric is asked for. Names load on first use (PEP 562), so ``kbest-bleu --help``
 from importlib import import_module
 from typing import Any
 
-__all__ = ["REGISTRY", "Metric", "load_metric"]
+__all__ = ["REGISTRY", "Counting", "Metric", "SegmentMetric", "load_metric"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,8 +1,9 @@
 """Numba kernels of the tuning loops (private; validated by the public functions of
 :mod:`kbest_bleu.tuning`): Moses kbmira background BLEU, the MIRA epoch, the greedy corpus oracle.
 
-They call each other (background BLEU inside the MIRA epoch, log corpus BLEU inside the oracle), so
-they share this file: numba's on-disk cache does not notice a change in a callee in another file.
+Both loops score candidates one at a time between sequential updates, so BLEU is a scalar
+kernel here (:func:`_log_bleu_of_sum`, shared by both) rather than the vectorized
+:mod:`kbest_bleu.smoothing`; a test holds the two equal.
 Rows are statistics in Moses order, float64[H, 2N+1] (m1 t1 ... mN tN reflen).
 """
 
@@ -13,17 +14,29 @@ from ..jit import njit
 
 
 @njit()
-def _background_bleu_row(stats9, bg, n):
-    """Moses kbmira sentenceLevelBackgroundBleu: BLEU(stats + bg) x (reference length of the sum)."""
+def _log_bleu_of_sum(a, b, n):
+    """log of unsmoothed BLEU of the statistics ``a + b`` (Moses order), the one BLEU of the
+    tuning loops: mean of log p_n over N orders plus min(0, 1 - r / c) (Papineni et al. 2002,
+    section 2.3); -inf when an order has no n-gram or no match. A sum of two rows, so that
+    neither loop allocates one per candidate. Equal to :func:`kbest_bleu.bleu.corpus_score`
+    under the moses/none preset (tested)."""
     s = 0.0
     for j in range(n):
-        s += np.log(stats9[2 * j] + bg[2 * j]) - np.log(stats9[2 * j + 1] + bg[2 * j + 1])
+        m, t = a[2 * j] + b[2 * j], a[2 * j + 1] + b[2 * j + 1]
+        if m <= 0 or t <= 0:
+            return -np.inf
+        s += np.log(m) - np.log(t)
     s /= n
-    c, r = stats9[1] + bg[1], stats9[2 * n] + bg[2 * n]
-    brevity = 1.0 - r / c
-    if brevity < 0:
-        s += brevity
-    return np.exp(s) * r
+    c, r = a[1] + b[1], a[2 * n] + b[2 * n]
+    if c < r:
+        s += 1.0 - r / c
+    return s
+
+
+@njit()
+def _background_bleu_row(stats9, bg, n):
+    """Moses kbmira sentenceLevelBackgroundBleu: BLEU(stats + bg) x (reference length of the sum)."""
+    return np.exp(_log_bleu_of_sum(stats9, bg, n)) * (stats9[2 * n] + bg[2 * n])
 
 
 @njit(parallel=True, nogil=True)
@@ -95,7 +108,7 @@ def _greedy_oracle(stats9, seg_ptr, choice, n, max_passes):
             total -= stats9[choice[s]]
             best, best_v = choice[s], -np.inf
             for h in range(seg_ptr[s], seg_ptr[s + 1]):
-                v = _log_corpus_bleu(total + stats9[h], n)
+                v = _log_bleu_of_sum(total, stats9[h], n)
                 if v > best_v + 1e-12:
                     best_v, best = v, h
             if best != choice[s]:
@@ -104,18 +117,3 @@ def _greedy_oracle(stats9, seg_ptr, choice, n, max_passes):
             total += stats9[choice[s]]
         if not changed:
             break
-
-
-@njit()
-def _log_corpus_bleu(stats9, n):
-    """log of unsmoothed corpus BLEU (-inf when an order has no match)."""
-    s = 0.0
-    for j in range(n):
-        if stats9[2 * j] <= 0 or stats9[2 * j + 1] <= 0:
-            return -np.inf
-        s += np.log(stats9[2 * j]) - np.log(stats9[2 * j + 1])
-    s /= n
-    c, r = stats9[1], stats9[2 * n]
-    if c < r:
-        s += 1.0 - r / c
-    return s

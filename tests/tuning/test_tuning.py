@@ -313,3 +313,18 @@ def test_aggregate_bleu_equals_the_definition(segments, seed):
             probs.append(float(rng.random()) if weighted else 1.0)
     got = aggregate_bleu(hyps, seg, np.array(probs), tokenize="none")
     assert np.allclose(got, _aggregate_reference(hyps, seg, probs), rtol=0, atol=1e-12)
+
+
+def test_tuning_bleu_kernel_is_corpus_bleu(moses):
+    """The scalar BLEU of the tuning loops (MIRA's background BLEU, the greedy oracle) equals the
+    vectorized corpus BLEU of kbest_bleu.bleu on sums of two real rows, zero-match orders included."""
+    from kbest_bleu.tuning._kernels import _log_bleu_of_sum
+    lists = KbestLists.from_table(moses)
+    rows = lists.stats.to_moses().astype(np.float64)
+    pairs = np.random.default_rng(1).integers(0, len(rows), (300, 2))
+    zero_orders = 0
+    for i, j in pairs:
+        want = kb.corpus_score(lists.stats[[i, j]], smoothing="none").score
+        zero_orders += want == 0
+        assert np.exp(_log_bleu_of_sum(rows[i], rows[j], 4)) == pytest.approx(want, rel=1e-12, abs=1e-300)
+    assert zero_orders > 0  # the -inf branch was taken

@@ -29,6 +29,7 @@ from ...encode import (
 from ...errors import InputError
 from ...smoothing import sacrebleu_bleu
 from ...tokenize import TOKENIZERS, prepare, split_ids
+from ..base import SegmentMetric
 from . import _kernels
 from .models import Embeddings, load_embeddings
 
@@ -41,7 +42,7 @@ _NO_VECTORS = np.zeros((0, 1), np.float32)
 
 
 @dataclass(frozen=True)
-class Bleu2vec:
+class Bleu2vec(SegmentMetric):
     """A built BLEU2VEC metric (a :class:`kbest_bleu.metrics.Metric`): options plus the
     normalised float32 embedding matrices, picklable as it is (Spark ships it to workers).
 
@@ -124,10 +125,13 @@ class Bleu2vec:
         bleu, _, _ = sacrebleu_bleu(m, ngrams, c, r, self.config, True)
         return bleu
 
-    def score_segments(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
-                       table: Optional[pa.Table] = None, stats: bool = False) -> list[pa.Array]:  # noqa: ARG002
-        """Score rows of whole segments (the batch job's entry point); see :class:`Metric`."""
-        counts, c, r = self.counts(hypotheses, references, seg_ptr)
+    def statistics(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
+                   table: Optional[pa.Table] = None) -> tuple:  # noqa: ARG002 (the Metric interface)
+        """:meth:`counts` of rows of whole segments (the batch job's entry point; see :class:`Metric`)."""
+        return self.counts(hypotheses, references, seg_ptr)
+
+    def compute(self, statistics: tuple, stats: bool) -> list[pa.Array]:
+        counts, c, r = statistics
         out = [pa.array(self.scores(counts, c, r))]
         if stats:
             out += [pa.array(counts[:, k]) for k in range(3 * self.max_order)] + [pa.array(c), pa.array(r)]

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from ...encode import hypotheses_array, is_token_lists, list_offsets, references_array
 from ...errors import InputError
 from ...tokenize import lowercase as lowercase_column
+from ..base import SegmentMetric
 from . import _kernels
 from .params import ChrfParams, chrf_params
 
@@ -251,7 +252,7 @@ def corpus_chrf(hypotheses: Any, references: Any, params: ChrfParams | None = No
 
 
 @dataclass(frozen=True)
-class Chrf:
+class Chrf(SegmentMetric):
     """chrF as a :class:`~kbest_bleu.metrics.base.Metric` (picklable: the options only)."""
 
     params: ChrfParams
@@ -271,13 +272,23 @@ class Chrf:
     def signature(self) -> str:
         return self.params.signature()
 
-    def score_segments(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
-                       table: pa.Table, stats: bool) -> list[pa.Array]:  # noqa: ARG002 (the Metric interface)
-        result = chrf_segments(hypotheses, references, seg_ptr, self.params)
-        arrays = [pa.array(result.score)]
+    def statistics(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
+                   table: pa.Table) -> ChrfResult:  # noqa: ARG002 (the Metric interface)
+        return chrf_segments(hypotheses, references, seg_ptr, self.params)
+
+    def compute(self, statistics: ChrfResult, stats: bool) -> list[pa.Array]:
+        arrays = [pa.array(statistics.score)]
         if stats:
-            arrays += [pa.array(np.ascontiguousarray(result.stats[:, k])) for k in range(result.stats.shape[1])]
+            arrays += [pa.array(np.ascontiguousarray(statistics.stats[:, k])) for k in range(statistics.stats.shape[1])]
         return arrays
+
+    def totals(self, statistics: ChrfResult, rows: np.ndarray) -> np.ndarray:
+        """int64 [3 * orders]: the rows' statistics summed (each against its best reference)."""
+        return statistics.stats[rows].sum(axis=0, dtype=np.int64)
+
+    def corpus(self, totals: np.ndarray) -> float:
+        """Corpus chrF of summed statistics, as :func:`corpus_chrf` (sacrebleu's ``corpus_score``)."""
+        return float(chrf_from_stats(totals, self.params))
 
 
 def from_options(char_order: int = 6, word_order: int = 0, beta: float = 2, whitespace: bool = False,

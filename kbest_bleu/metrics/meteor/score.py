@@ -22,6 +22,7 @@ from ...encode import hypotheses_array, is_token_lists, list_offsets, references
 from ...errors import InputError
 from ...tokenize import lowercase as lowercase_column
 from ...tokenize import split_ids
+from ..base import SegmentMetric
 from . import _align
 from .normalize import normalizer
 from .params import BEAM_SIZE, MeteorParams, meteor_params
@@ -253,7 +254,7 @@ def output_arrays(result: MeteorResult, stats: bool) -> list[pa.Array]:
 
 
 @dataclass(frozen=True)
-class Meteor:
+class Meteor(SegmentMetric):
     """Meteor (exact) as a :class:`~kbest_bleu.metrics.base.Metric` (picklable: parameters only)."""
 
     params: MeteorParams
@@ -268,9 +269,13 @@ class Meteor:
     def signature(self) -> str:
         return self.params.signature()
 
-    def score_segments(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
-                       table: pa.Table, stats: bool) -> list[pa.Array]:  # noqa: ARG002 (the Metric interface)
-        return output_arrays(meteor_segments(hypotheses, references, seg_ptr, self.params), stats)
+    def statistics(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
+                   table: pa.Table) -> Any:  # noqa: ARG002 (the Metric interface)
+        """The alignments' statistics of every row (:func:`meteor_segments`)."""
+        return meteor_segments(hypotheses, references, seg_ptr, self.params)
+
+    def compute(self, statistics: Any, stats: bool) -> list[pa.Array]:
+        return output_arrays(statistics, stats)
 
 
 def from_options(lang: str = "en", jar_compat: bool = False, lowercase: bool = False,

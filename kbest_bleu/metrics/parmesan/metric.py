@@ -1,5 +1,6 @@
 """The Parmesan :class:`~kbest_bleu.metrics.base.Metric`: ``kbest-bleu score --metric parmesan``,
-the Python batch functions and Spark all score through :meth:`ParmesanMetric.score_segments`."""
+the Python batch functions and Spark all score through its :meth:`ParmesanMetric.statistics` and
+:meth:`ParmesanMetric.compute`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InputError
+from ..base import SegmentMetric
 from ..meteor.params import meteor_params
 from ..meteor.score import output_arrays, output_fields
 from .analyze import check_analyzer
@@ -25,7 +27,7 @@ VERSION = "1"  # bump when a change alters paraphrased references or scores
 
 
 @dataclass(frozen=True)
-class ParmesanMetric:
+class ParmesanMetric(SegmentMetric):
     """A built Parmesan metric: the compiled table, the analyzer and Meteor's parameters
     (plain picklable values, so Spark workers use it as it is)."""
 
@@ -54,8 +56,7 @@ class ParmesanMetric:
                 f"|sources:{'+'.join(self.sources)}|analyzer:{self.analyzer}|depfix:no|{self.params.signature()}"
                 f"|parmesan-version:{VERSION}")
 
-    def score_segments(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
-                       table: pa.Table, stats: bool) -> list[pa.Array]:
+    def statistics(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray, table: pa.Table) -> Any:
         """Rows of whole segments (see :class:`~kbest_bleu.metrics.base.Metric`); lemma/POS
         columns, when used, are read from ``table`` (reference ones from each segment's first row)."""
         hyp_lemma, hyp_pos, ref_lemma, ref_pos = (None if c is None else table.column(c).combine_chunks()
@@ -63,9 +64,12 @@ class ParmesanMetric:
         first = pa.array(np.asarray(seg_ptr[:-1], np.int64))
         # one entry per reference of each segment, flat, as the references themselves
         ref_lemma, ref_pos = (None if c is None else pc.list_flatten(c.take(first)) for c in (ref_lemma, ref_pos))
-        r = parmesan_segments(hypotheses, references, seg_ptr, self.table, self.params, analyzer=self.analyzer,
-                              lang=self.lang, hyp_lemma=hyp_lemma, hyp_pos=hyp_pos, ref_lemma=ref_lemma,
-                              ref_pos=ref_pos)
+        return parmesan_segments(hypotheses, references, seg_ptr, self.table, self.params, analyzer=self.analyzer,
+                                 lang=self.lang, hyp_lemma=hyp_lemma, hyp_pos=hyp_pos, ref_lemma=ref_lemma,
+                                 ref_pos=ref_pos)
+
+    def compute(self, statistics: Any, stats: bool) -> list[pa.Array]:
+        r = statistics  # the paraphrased references and their Meteor statistics (parmesan_segments)
         out = output_arrays(r.meteor, stats)
         out.insert(1, r.references.cast(pa.large_string()))
         if stats:
