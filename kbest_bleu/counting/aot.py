@@ -23,6 +23,7 @@ package's ``__pycache__`` (built there when writable), else ``~/.cache/kbest_ble
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -32,7 +33,7 @@ import sys
 import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -50,6 +51,7 @@ _STALE_BUILD_S = 3600  # a build directory this old was left by a killed build
 _OWN_CACHE = _HERE / "__pycache__"  # this installation's: stale modules are removed from it alone
 _found: list = []  # [Kernels or None], once looked for in this process
 _finding = threading.Lock()
+_building = threading.Lock()  # numba.pycc's temporaries redirected for one build at a time
 
 
 def _key() -> Optional[str]:
@@ -234,7 +236,7 @@ def build(directory: Optional[Path] = None) -> Path:
             used.append(True)
 
     _remove_stale_builds(directory)
-    with tempfile.TemporaryDirectory(dir=directory, prefix=_BUILD_PREFIX) as tmp:
+    with tempfile.TemporaryDirectory(dir=directory, prefix=_BUILD_PREFIX) as tmp, _pycc_temporaries(tmp):
         cc = CC(name)
         cc.output_dir = tmp
         cc.verbose = False
@@ -269,6 +271,32 @@ def build(directory: Optional[Path] = None) -> Path:
     with _finding:
         _found.clear()
     return directory / filename
+
+
+@contextlib.contextmanager
+def _pycc_temporaries(directory: str) -> Iterator[None]:
+    """numba.pycc's temporary directories made in ``directory`` (the build's own, removed with
+    it) while the block runs: its C compiler check leaves two in ``$TMPDIR`` on every build (it
+    removes its file with ``os.remove`` of the open file object, which fails silently, so the
+    directory is never removed), and a failed or killed compile leaves its object files'. Only
+    pycc's two module globals are swapped, and put back: the process's ``tempfile`` settings and
+    environment stay as the caller set them. One build at a time (the swap is process-wide)."""
+    import functools
+    import tempfile
+    from types import SimpleNamespace
+
+    import numba.pycc.cc as pycc_cc
+    import numba.pycc.platform as pycc_platform
+
+    here = functools.partial(tempfile.mkdtemp, dir=directory)
+    with _building:
+        saved = pycc_platform.mkdtemp, pycc_cc.tempfile
+        pycc_platform.mkdtemp = here  # the compiler check (from tempfile import mkdtemp)
+        pycc_cc.tempfile = SimpleNamespace(mkdtemp=here)  # CC.compile's tempfile.mkdtemp
+        try:
+            yield
+        finally:
+            pycc_platform.mkdtemp, pycc_cc.tempfile = saved
 
 
 def _writable(d: Path) -> bool:
