@@ -17,13 +17,16 @@ statistics) use ``groupBy(segment).applyInArrow``. Requires the ``spark`` extra 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import re
+import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -162,7 +165,7 @@ def _arrow_schema(spark_schema) -> pa.Schema:
 def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig] = None, *,
                         columns: Columns = Columns(), stats: bool = False, smoothings: Sequence = (),
                         metrics: Sequence = (), master: str = "local[*]", batch_rows: int = 10000,
-                        compression: str = "zstd", spark=None) -> Summary:
+                        compression: str = "zstd", spark=None, spark_log: Optional[str] = None) -> Summary:
     """Score a parquet file or dataset directory into a parquet dataset directory with Spark.
 
     The dataset is written to a temporary directory beside ``out_path`` and renamed on success, so
@@ -171,6 +174,11 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
     beside them holds the signatures, options and segment key (the local job's parquet metadata,
     as strings), the row order and the summary. Returns the job's :class:`Summary` (the scored
     rows are tallied per partition while they are scored, and summed on the driver).
+
+    A session this call starts (``spark`` None) writes Spark's own output (its log, warnings and
+    Java stack traces) to the file ``spark_log`` (appended), else to an unnamed temporary file
+    whose last 40 lines go to stderr only when the job fails for a reason other than bad input
+    (bad input raises :class:`~kbest_bleu.errors.InputError`, one line, as the single-machine job).
     """
     _require_pyspark()
     cfg = config or BleuConfig()
@@ -183,18 +191,13 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
     score_columns(cfg, smoothings)  # bad options fail before Spark starts
     own = spark is None
     if own:
-        from pyspark.sql import SparkSession
-        os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+        # unnamed: nothing is left behind, whatever ends the process
+        log = open(spark_log, "a+b") if spark_log else tempfile.TemporaryFile()
         try:
-            spark = (SparkSession.builder.master(master).appName("kbest-bleu")
-                     .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows)).getOrCreate())
-        except Exception as exc:  # a bad master URL, no Java: pyspark's own error types, one line here
-            raise InputError(f"--master {master!r}: Spark could not start ({type(exc).__name__}: "
-                             f"{str(exc).strip().splitlines()[0][:200]}); expected a master URL such as local[*], "
-                             "spark://HOST:7077 or yarn, and Java installed") from None
-        # two segment partitions per core, not Spark's 200: each partition costs a Python task and
-        # its Arrow round trip (363,722 rows on local[2]: ~49 s with 200, ~10 s with 4; docs/spark.md)
-        spark.conf.set("spark.sql.shuffle.partitions", str(2 * spark.sparkContext.defaultParallelism))
+            spark = _start_session(master, batch_rows, log.fileno())
+        except BaseException:
+            log.close()
+            raise
     t0 = time.perf_counter()
     try:
         with atomic_output(dst, [src], "-o", directory=True) as tmp:
@@ -214,9 +217,72 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
             summary = tally.summary(time.perf_counter() - t0)
             _write_meta(Path(tmp) / META_FILE, df, cfg, columns, stats, smoothings, metrics, compression, summary)
         return summary
+    except Exception as exc:
+        if own and not spark_log and not isinstance(exc, InputError):
+            _replay_tail(log.fileno())  # a failure of Spark's own: what its log said last
+        raise
     finally:
         if own:
             spark.stop()
+            log.close()
+
+
+def _start_session(master: str, batch_rows: int, log: int):
+    """A Spark session whose JVM (started here, unless this process runs one already) writes its
+    log, warnings and Java stack traces to the file descriptor ``log`` rather than to this
+    process's stderr, where ~100 lines of them buried the command's one-line error: the JVM
+    inherits file descriptor 2, pointed at ``log`` while it starts, and keeps it while it runs."""
+    from pyspark.sql import SparkSession
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    builder = (SparkSession.builder.master(master).appName("kbest-bleu")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows))
+               .config("spark.ui.showConsoleProgress", "false"))  # no one watches a progress bar in a log
+    try:
+        with _stderr_to(log):
+            spark = builder.getOrCreate()
+    except Exception as exc:  # a bad master URL, no Java: pyspark's own error types, one line here
+        said = [m for line in _log_tail(log) for m in re.findall(r"Exception in thread \"\w+\" [\w.$]*?(\w+: .+)", line)]
+        reason = said[-1] if said else f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"  # the JVM's, else pyspark's
+        raise InputError(f"--master {master!r}: Spark could not start ({reason[:200]}); expected a master URL such as "
+                         "local[*], spark://HOST:7077 or yarn, and Java installed") from None
+    # two segment partitions per core, not Spark's 200: each partition costs a Python task and
+    # its Arrow round trip (363,722 rows on local[2]: ~49 s with 200, ~10 s with 4; docs/spark.md)
+    spark.conf.set("spark.sql.shuffle.partitions", str(2 * spark.sparkContext.defaultParallelism))
+    return spark
+
+
+@contextlib.contextmanager
+def _stderr_to(fd: int) -> Iterator[None]:
+    """File descriptor 2 on ``fd`` while the block runs, for the processes started in it to
+    inherit; this process's stderr back on 2 afterwards."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _log_tail(fd: int, lines: int = 40) -> list:
+    """The last ``lines`` of Spark's log, the file descriptor ``fd`` (read with pread: the JVM
+    shares the file's offset and goes on writing); none when it cannot be read."""
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - 256 * lines)
+        return os.pread(fd, size - start, start).decode("utf-8", "replace").splitlines()[-lines:]
+    except OSError:
+        return []
+
+
+def _replay_tail(fd: int) -> None:
+    """The end of Spark's log on stderr, before the error that ends the job."""
+    tail = _log_tail(fd)
+    if tail:
+        sys.stderr.write(f"kbest-bleu: the last {len(tail)} lines of Spark's log:\n" + "\n".join(tail) + "\n")
+
 
 
 def _write_meta(path: Path, df, cfg: BleuConfig, columns: Columns, stats: bool, smoothings: Sequence,

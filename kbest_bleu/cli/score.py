@@ -191,7 +191,7 @@ def _score_spark(a, src, cfg, columns, refs, metrics) -> int:
                          "column of the input (-r/--ref-table are single-machine options)")
     summary = score_parquet_spark(str(src), a.output, cfg, columns=columns, stats=a.stats,
                                   smoothings=a.also_smoothing, metrics=metrics, master=a.master,
-                                  batch_rows=a.batch_size, compression=a.compression)
+                                  batch_rows=a.batch_size, compression=a.compression, spark_log=a.spark_log)
     if a.json or not a.quiet:
         print(json.dumps(_summary_json(summary, a.width), indent=1) if a.json else str(summary))
     log.info("scored with Spark (%s); wrote the dataset %s (row order and metadata: _kbest_bleu.json)",
@@ -272,6 +272,10 @@ def _score_parser(sub) -> None:
                    "kernels/numpy: force one (the same numbers); spark: read and write parquet datasets with "
                    "Apache Spark (pip install '.[spark]')")
     p.add_argument("--master", default="local[*]", help="Spark master URL (with --engine spark)")
+    p.add_argument("--spark-log", type=writes("--spark-log"), default=None, metavar="FILE",
+                   help="with --engine spark: append Spark's own log, warnings and Java stack traces to FILE "
+                        "(/dev/stderr: on the terminal, as Spark prints them); default: kept out of sight, its "
+                        "last lines shown only when Spark itself fails")
     p.add_argument("--metric", default="bleu", metavar="LIST",
                    help=f"comma-separated metrics, each adding its columns, any order, any one alone: bleu, "
                         f"{', '.join(METRICS)}")
