@@ -8,9 +8,11 @@ done in chunks of whole segments so memory stays bounded for K = 1,000.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
+import pyarrow as pa
 
 from .. import settings
 from ..bleu import sentence_scores
@@ -32,6 +34,89 @@ def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig) -> tuple[np.ndarray, 
     return sentence_scores(pair_stats(ids, ptr, seg_ptr, cfg), cfg), out_ptr
 
 
+@dataclass
+class _Sets:
+    """Candidates and pseudo-references as one set per segment for the pair kernel: segment s holds
+    its K_s candidates, then its R_s pseudo-references unless they are the candidates."""
+
+    rows: Any  # the strings, segment by segment
+    ptr: np.ndarray  # int64[S+1] their segments
+    cand: np.ndarray  # int64[H] each candidate's place in ``rows``
+    ref: np.ndarray  # int64[R] each pseudo-reference's
+    k: np.ndarray  # int64[S] candidates per segment
+    r: np.ndarray  # int64[S] pseudo-references per segment
+    ref_first: np.ndarray  # int64[S] the first pseudo-reference's place within its segment (0 or K_s)
+
+
+def _sets(hyps, seg_ptr: np.ndarray, pseudo_references: Any, pseudo_ptr: Optional[np.ndarray]) -> _Sets:
+    """The candidates alone when ``pseudo_references`` (an Arrow array) is None, else both sets,
+    segment by segment."""
+    k = np.diff(seg_ptr)
+    if pseudo_references is None:
+        rows = np.arange(len(hyps), dtype=np.int64)
+        return _Sets(hyps, seg_ptr, rows, rows, k, k, np.zeros(len(k), np.int64))
+    refs = pseudo_references if pseudo_references.type == hyps.type else pseudo_references.cast(hyps.type)
+    r = np.diff(pseudo_ptr)
+    ptr = np.zeros(len(k) + 1, np.int64)
+    np.cumsum(k + r, out=ptr[1:])
+    cand = ptr[:-1].repeat(k) + np.arange(len(hyps)) - seg_ptr[:-1].repeat(k)
+    ref = (ptr[:-1] + k).repeat(r) + np.arange(len(refs)) - pseudo_ptr[:-1].repeat(r)
+    take = np.empty(ptr[-1], np.int64)
+    take[cand], take[ref] = np.arange(len(hyps)), len(hyps) + np.arange(len(refs))
+    return _Sets(pa.concat_arrays([hyps, refs]).take(pa.array(take)), ptr, cand, ref, k, r, k.astype(np.int64))
+
+
+def _pseudo_pointers(pseudo_references: Any, pseudo_segments: Any, seg_ptr: np.ndarray, labels: Any,
+                     ids: bool, where: str) -> Optional[np.ndarray]:
+    """The pseudo-references' segment pointers, their segments paired with the candidates' in order
+    (``ids``: ``pseudo_segments`` are segment ids, checked equal to ``labels``; else pointers)."""
+    if pseudo_references is None:
+        if pseudo_segments is not None:
+            raise InputError(f"{where}: pseudo_segments given without pseudo_references; pass both, or neither to use "
+                             "the candidates as their own pseudo-references")
+        return None
+    n_refs, n_seg = len(pseudo_references), len(seg_ptr) - 1
+    if pseudo_segments is None:
+        if n_seg != 1:
+            raise InputError(f"{where}: pseudo_segments: expected the pseudo-references' segments (the candidates form "
+                             f"{n_seg} segments); None means one segment")
+        return np.array([0, n_refs], np.int64)
+    ptr = segment_pointers(pseudo_segments, n_refs) if ids else np.asarray(pseudo_segments, np.int64)
+    if not ids and (ptr.ndim != 1 or len(ptr) < 1 or ptr[0] != 0 or ptr[-1] != n_refs or (np.diff(ptr) < 0).any()):
+        raise InputError(f"{where}: pseudo_segments: expected non-decreasing pointers from 0 to {n_refs}")
+    if len(ptr) - 1 != n_seg:
+        raise InputError(f"{where}: the pseudo-references form {len(ptr) - 1} segments, the candidates {n_seg}; "
+                         "expected one set of pseudo-references per segment, in the candidates' order")
+    if ids and labels is not None:
+        found = np.asarray(pseudo_segments)[ptr[:-1]].tolist()
+        if found != labels:
+            i = next(i for i, (x, y) in enumerate(zip(labels, found)) if x != y)
+            raise InputError(f"{where}: pseudo_segments: segment {i} of the candidates is {labels[i]!r}, of the "
+                             f"pseudo-references {found[i]!r}; expected the same segments in the same order")
+    return ptr
+
+
+def _weights(p: Optional[np.ndarray], sizes: np.ndarray, where: str) -> np.ndarray:
+    """Each pseudo-reference's weight: ``p``, checked, or uniform within its segment."""
+    n = int(sizes.sum())
+    w = np.repeat(1.0 / np.maximum(sizes, 1), sizes) if p is None else np.asarray(p, float)
+    if w.shape != (n,) or not (np.isfinite(w) & (w >= 0)).all():
+        raise InputError(f"{where}: probabilities: expected {n} finite non-negative numbers (one per "
+                         f"pseudo-reference), found shape {w.shape}")
+    return w
+
+
+def _pseudo_sets(hyps, segments: Any, seg_ptr: np.ndarray, pseudo_references: Any, pseudo_segments: Any,
+                 where: str) -> _Sets:
+    """:func:`_sets` with the pseudo-references' segments given as ids, like the candidates'."""
+    labels = None
+    if pseudo_references is not None:
+        pseudo_references = hypotheses_array(pseudo_references)
+        labels = None if segments is None else np.asarray(segments)[seg_ptr[:-1]].tolist()
+    return _sets(hyps, seg_ptr, pseudo_references,
+                 _pseudo_pointers(pseudo_references, pseudo_segments, seg_ptr, labels, True, where))
+
+
 def mbr_matrix(hypotheses: Any, config: Optional[BleuConfig] = None, **options: Any) -> np.ndarray:
     """float64[K, K]: entry [i, j] is the sentence BLEU of hypothesis i with hypothesis j as its
     only reference (one segment's list)."""
@@ -42,84 +127,99 @@ def mbr_matrix(hypotheses: Any, config: Optional[BleuConfig] = None, **options: 
     return bleu.reshape(k, k).T.copy()
 
 
-def pairwise_bleu(hypotheses: Any, seg_ptr: Any, config: Optional[BleuConfig] = None,
+def pairwise_bleu(hypotheses: Any, seg_ptr: Any, config: Optional[BleuConfig] = None, *,
+                  pseudo_references: Any = None, pseudo_ptr: Any = None,
                   **options: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Every segment's K x K sentence-BLEU matrix, candidate-major: (scores float64[P], pair_ptr
-    int64[S+1]); entry i * K + j of segment s's block is the BLEU of candidate i with candidate j as
-    its only reference (sacrebleu's ``sentence_score(candidate_i, [candidate_j])`` under the
-    config). Memory: P = sum K^2 floats (the caller asked for the matrices)."""
+    """Every segment's K x R sentence-BLEU matrix, candidate-major: (scores float64[P], pair_ptr
+    int64[S+1]); entry i * R + j of segment s's block is the BLEU of candidate i with
+    pseudo-reference j as its only reference (sacrebleu's ``sentence_score(candidate_i,
+    [pseudo_reference_j])`` under the config). The pseudo-references are the candidates (R = K)
+    unless ``pseudo_references`` are given, with their segment pointers ``pseudo_ptr`` (None: one
+    segment). Memory: P = sum K x R floats (the caller asked for the matrices)."""
     cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
     seg_ptr = np.asarray(seg_ptr, np.int64)
-    bleu, out_ptr = _pair_bleu(hyps, seg_ptr, cfg)
-    sizes = np.diff(seg_ptr)
-    # the pair statistics are reference-major (j * K + i): transpose each block
-    k = np.repeat(sizes, sizes * sizes)
-    offset = np.arange(len(bleu)) - np.repeat(out_ptr[:-1], sizes * sizes)
-    ref, cand = offset // np.maximum(k, 1), offset % np.maximum(k, 1)
-    scores = np.empty_like(bleu)
-    scores[np.repeat(out_ptr[:-1], sizes * sizes) + cand * k + ref] = bleu
-    return scores, out_ptr
+    pseudo_references = None if pseudo_references is None else hypotheses_array(pseudo_references)
+    sets = _sets(hyps, seg_ptr, pseudo_references,
+                 _pseudo_pointers(pseudo_references, pseudo_ptr, seg_ptr, None, False, "pairwise_bleu"))
+    bleu, out_ptr = _pair_bleu(sets.rows, sets.ptr, cfg)
+    pair_ptr = np.zeros(len(sets.k) + 1, np.int64)
+    np.cumsum(sets.k * sets.r, out=pair_ptr[1:])
+    # the pair statistics are reference-major within each segment's set of G strings: entry
+    # (ref_first + j) * G + i is candidate i against pseudo-reference j
+    kr = sets.k * sets.r
+    seg = np.repeat(np.arange(len(kr)), kr)
+    within = np.arange(pair_ptr[-1]) - pair_ptr[:-1][seg]
+    cand, ref = np.divmod(within, np.maximum(sets.r, 1)[seg])
+    g = np.diff(sets.ptr)[seg]
+    return bleu[out_ptr[:-1][seg] + (sets.ref_first[seg] + ref) * g + cand], pair_ptr
 
 
 def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np.ndarray] = None,
-               config: Optional[BleuConfig] = None, **options: Any) -> tuple[np.ndarray, np.ndarray]:
-    """MBR choice per segment: the hypothesis with the highest expected BLEU against the others,
-    u_i = sum_j p_j BLEU(i | j), p uniform within the segment or given (e.g. a per-segment
-    softmax of model scores, :func:`kbest_bleu.tuning.segment_softmax`).
+               config: Optional[BleuConfig] = None, *, pseudo_references: Any = None, pseudo_segments: Any = None,
+               **options: Any) -> tuple[np.ndarray, np.ndarray]:
+    """MBR choice per segment: the hypothesis with the highest expected BLEU against the
+    pseudo-references, u_i = sum_j p_j BLEU(i | j), p uniform within the segment or given (e.g. a
+    per-segment softmax of model scores, :func:`kbest_bleu.tuning.segment_softmax`).
+
+    The pseudo-references are the segment's hypotheses, or ``pseudo_references`` (a separate
+    sample set) with their segment ids ``pseudo_segments`` (the same segments in the same order;
+    None: one segment); ``probabilities`` are then one per pseudo-reference.
 
     Returns (rows int64[S], expected utility float64[H]).
     """
     cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
     seg_ptr = segment_pointers(segments, len(hyps))
-    sizes = np.diff(seg_ptr)
-    p = np.repeat(1.0 / np.maximum(sizes, 1), sizes) if probabilities is None else np.asarray(probabilities, float)
-    if p.shape != (len(hyps),) or not (np.isfinite(p) & (p >= 0)).all():
-        raise InputError(f"mbr_select: probabilities: expected {len(hyps)} finite non-negative numbers (one per "
-                         f"hypothesis), found shape {p.shape}")
-    utility = np.zeros(len(hyps))
+    sets = _pseudo_sets(hyps, segments, seg_ptr, pseudo_references, pseudo_segments, "mbr_select")
+    p = np.zeros(len(sets.rows))
+    p[sets.ref] = _weights(probabilities, sets.r, "mbr_select")  # candidates apart weigh nothing
+    sizes, set_ptr = np.diff(sets.ptr), sets.ptr
+    utility = np.zeros(len(sets.rows))
     start = 0
     while start < len(sizes):  # chunks of whole segments with at most MAX_PAIRS_PER_CHUNK pairs
         stop = start + max(1, int(np.searchsorted(np.cumsum(sizes[start:] ** 2), settings.MAX_PAIRS_PER_CHUNK, "right")))
-        a, b = seg_ptr[start], seg_ptr[stop]
-        local = seg_ptr[start:stop + 1] - a
-        bleu, out_ptr = _pair_bleu(hyps.slice(a, b - a), local, cfg)
+        a, b = set_ptr[start], set_ptr[stop]
+        local = set_ptr[start:stop + 1] - a
+        bleu, out_ptr = _pair_bleu(sets.rows.slice(a, b - a), local, cfg)
         k = np.repeat(sizes[start:stop], sizes[start:stop] ** 2)
         offset = np.arange(len(bleu)) - np.repeat(out_ptr[:-1], sizes[start:stop] ** 2)
         first = np.repeat(local[:-1], sizes[start:stop] ** 2)
         i, j = first + offset % k, first + offset // k
         utility[a:b] = np.bincount(i, weights=p[a:b][j] * bleu, minlength=b - a)
         start = stop
-    labels = np.repeat(np.arange(len(sizes)), sizes)
+    utility = utility[sets.cand]
+    labels = np.repeat(np.arange(len(seg_ptr) - 1), np.diff(seg_ptr))
     order = np.lexsort((-utility, labels))
     return order[seg_ptr[:-1]], utility
 
 
 def aggregate_bleu(hypotheses: Any, segments: Any = None, probabilities: Optional[np.ndarray] = None,
-                   config: Optional[BleuConfig] = None, **options: Any) -> np.ndarray:
+                   config: Optional[BleuConfig] = None, *, pseudo_references: Any = None, pseudo_segments: Any = None,
+                   **options: Any) -> np.ndarray:
     """Expected BLEU against the aggregated pseudo-reference (DeNero, Chiang & Knight 2009, "Fast
     consensus decoding", section 3): float64[H], linear in K instead of K^2.
 
-    The pseudo-references of a segment are its hypotheses with weights p (uniform, or
-    ``probabilities``, normalized within the segment). Their n-gram counts are averaged once,
-    E[c(g)] = sum_j p_j c_j(g), and so is their length, E[r] = sum_j p_j r_j; each hypothesis is
-    then scored with the usual sentence BLEU (smoothing and preset of ``config``) from clipped
-    matches min(c_i(g), E[c(g)]) (fractional), its own n-gram totals and length, and reference
-    length E[r]. N-grams are exact ids (token ids paired order by order), never hashes.
+    The pseudo-references of a segment are its hypotheses, or ``pseudo_references`` with their
+    segment ids ``pseudo_segments`` (as :func:`mbr_select`), with weights p (uniform, or
+    ``probabilities``, one per pseudo-reference, normalized within the segment). Their n-gram
+    counts are averaged once, E[c(g)] = sum_j p_j c_j(g), and so is their length, E[r] = sum_j p_j
+    r_j; each hypothesis is then scored with the usual sentence BLEU (smoothing and preset of
+    ``config``) from clipped matches min(c_i(g), E[c(g)]) (fractional), its own n-gram totals and
+    length, and reference length E[r]. N-grams are exact ids (token ids paired order by order),
+    never hashes.
     """
     cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
     seg_ptr = segment_pointers(segments, len(hyps))
-    n_rows, sizes = len(hyps), np.diff(seg_ptr)
-    p = np.repeat(1.0 / np.maximum(sizes, 1), sizes) if probabilities is None else np.asarray(probabilities, float)
-    if p.shape != (n_rows,) or not (np.isfinite(p) & (p >= 0)).all():
-        raise InputError(f"aggregate_bleu: probabilities: expected {n_rows} finite non-negative numbers (one per "
-                         f"hypothesis), found shape {p.shape}")
+    sets = _pseudo_sets(hyps, segments, seg_ptr, pseudo_references, pseudo_segments, "aggregate_bleu")
+    n_rows, sizes = len(sets.rows), np.diff(sets.ptr)
+    p = np.zeros(n_rows)
+    p[sets.ref] = _weights(probabilities, sets.r, "aggregate_bleu")  # candidates apart weigh nothing
     seg_of = np.repeat(np.arange(len(sizes)), sizes)
     total = np.bincount(seg_of, weights=p, minlength=len(sizes))
     p = p / np.where(total > 0, total, 1.0)[seg_of]
-    ids, ptr, _ = split_ids(*prepare(hyps, cfg.tokenize, cfg.lowercase))
+    ids, ptr, _ = split_ids(*prepare(sets.rows, cfg.tokenize, cfg.lowercase))
     lengths = np.diff(ptr)
     n_orders = counting_args(cfg)[0]
     matches = np.zeros((n_rows, n_orders))
@@ -147,4 +247,4 @@ def aggregate_bleu(hypotheses: Any, segments: Any = None, probabilities: Optiona
         expected = np.bincount(sg_index, weights=p[r_of] * count)
         matches[:, n - 1] = np.bincount(r_of, weights=np.minimum(count, expected[sg_index]), minlength=n_rows)
     ref_len = np.bincount(seg_of, weights=p * lengths, minlength=len(sizes))[seg_of]
-    return sentence_scores(BleuStats(matches, totals, lengths.astype(np.float64), ref_len), cfg)
+    return sentence_scores(BleuStats(matches, totals, lengths.astype(np.float64), ref_len), cfg)[sets.cand]

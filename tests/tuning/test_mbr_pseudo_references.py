@@ -1,0 +1,106 @@
+"""kbest_bleu.tuning.mbr with a separate pseudo-reference set: each candidate's expected BLEU
+against its segment's samples equals sacrebleu's sentence BLEU per pair, the aggregate equals a
+Counter transcription of DeNero et al.'s expected counts, and mismatched segments are refused."""
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from sacrebleu.metrics import BLEU
+
+from kbest_bleu.errors import InputError
+from kbest_bleu.tuning.mbr import aggregate_bleu, mbr_select, pairwise_bleu
+
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "."]
+
+
+def _sets(seed):
+    rng = np.random.default_rng(seed)
+    cands, c_seg, refs, r_seg = [], [], [], []
+    for s in ["x", "y", "z"]:
+        for _ in range(int(rng.integers(1, 5))):
+            cands.append(" ".join(rng.choice(WORDS, int(rng.integers(1, 8)))))
+            c_seg.append(s)
+        for _ in range(int(rng.integers(1, 6))):
+            refs.append(" ".join(rng.choice(WORDS, int(rng.integers(1, 8)))))
+            r_seg.append(s)
+    return cands, c_seg, refs, r_seg, rng.random(len(refs))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_expected_bleu_against_a_separate_set_equals_sacrebleu_per_pair(seed):
+    cands, c_seg, refs, r_seg, w = _sets(seed)
+    bleu = BLEU(tokenize="none", effective_order=True)
+    rows, utility = mbr_select(cands, c_seg, w, tokenize="none", pseudo_references=refs, pseudo_segments=r_seg)
+    want = [sum(w[j] * bleu.sentence_score(h, [refs[j]]).score / 100 for j in range(len(refs)) if r_seg[j] == s)
+            for h, s in zip(cands, c_seg)]
+    assert np.allclose(utility, want, rtol=0, atol=1e-12)
+    for s, row in zip(["x", "y", "z"], rows):
+        mine = [i for i, x in enumerate(c_seg) if x == s]
+        assert row == max(mine, key=lambda i: (round(want[i], 12), -i))
+    ptr = np.r_[0, np.cumsum([c_seg.count(s) for s in "xyz"])]
+    r_ptr = np.r_[0, np.cumsum([r_seg.count(s) for s in "xyz"])]
+    scores, pair_ptr = pairwise_bleu(cands, ptr, tokenize="none", pseudo_references=refs, pseudo_ptr=r_ptr)
+    for s in range(3):
+        block = scores[pair_ptr[s]:pair_ptr[s + 1]].reshape(ptr[s + 1] - ptr[s], r_ptr[s + 1] - r_ptr[s])
+        for i in range(block.shape[0]):
+            for j in range(block.shape[1]):
+                assert block[i, j] == pytest.approx(
+                    bleu.sentence_score(cands[ptr[s] + i], [refs[r_ptr[s] + j]]).score / 100, abs=1e-12)
+
+
+def _sacrebleu_exp(correct, total, sys_len, ref_len):
+    """sacrebleu 2.6.0's BLEU.compute_bleu for smooth_method="exp", effective_order=True, step for
+    step (its BLEUScore formats the lengths as integers: a fractional reference length fails there)."""
+    bp = 1.0 if sys_len >= ref_len else (math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0)
+    if not any(correct):
+        return 0.0
+    precisions, smooth, eff = [0.0] * 4, 1.0, 4
+    for n in range(1, 5):
+        if total[n - 1] == 0:
+            break
+        eff = n
+        if correct[n - 1] == 0:
+            smooth *= 2
+            precisions[n - 1] = 100.0 / (smooth * total[n - 1])
+        else:
+            precisions[n - 1] = 100.0 * correct[n - 1] / total[n - 1]
+    return bp * math.exp(sum(math.log(x) if x > 0 else -9999999999 for x in precisions[:eff]) / eff) / 100
+
+
+def _ngrams(tokens, n):
+    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_aggregate_against_a_separate_set_equals_expected_counts(seed):
+    """Clipped matches against the samples' weighted mean n-gram counts and length, scored by
+    sacrebleu's compute_bleu (effective order, as sentence BLEU)."""
+    cands, c_seg, refs, r_seg, w = _sets(seed)
+    got = aggregate_bleu(cands, c_seg, w, tokenize="none", pseudo_references=refs, pseudo_segments=r_seg)
+    for h, s, g in zip(cands, c_seg, got):
+        mine = [j for j in range(len(refs)) if r_seg[j] == s]
+        p = w[mine] / w[mine].sum()
+        tok = h.split()
+        correct, total = [], []
+        for n in range(1, 5):
+            expected = Counter()
+            for pj, j in zip(p, mine):
+                for gram, c in _ngrams(refs[j].split(), n).items():
+                    expected[gram] += pj * c
+            correct.append(sum(min(c, expected[gram]) for gram, c in _ngrams(tok, n).items()))
+            total.append(max(len(tok) - n + 1, 0))
+        ref_len = sum(pj * len(refs[j].split()) for pj, j in zip(p, mine))
+        assert g == pytest.approx(_sacrebleu_exp(correct, total, len(tok), ref_len), abs=1e-12)
+
+
+def test_mismatched_pseudo_segments_are_refused():
+    with pytest.raises(InputError, match="segment 1 of the candidates is 'y', of the pseudo-references 'z'"):
+        mbr_select(["a", "b"], ["x", "y"], pseudo_references=["a", "b"], pseudo_segments=["x", "z"])
+    with pytest.raises(InputError, match="form 1 segments, the candidates 2"):
+        aggregate_bleu(["a", "b"], ["x", "y"], pseudo_references=["a"], pseudo_segments=["x"])
+    with pytest.raises(InputError, match="pseudo_segments given without pseudo_references"):
+        mbr_select(["a"], [0], pseudo_segments=[0])
+    with pytest.raises(InputError, match="one per pseudo-reference"):
+        mbr_select(["a", "b"], [0, 0], [0.5], pseudo_references=["a", "b"], pseudo_segments=[0, 0])
