@@ -90,9 +90,11 @@ class Metric(Protocol):
 
 
 class SegmentMetric:
-    """The defaults of a metric whose counting is one call, ``self.statistics(hypotheses,
-    references, seg_ptr, table)``, launching parallel kernels, and which has no corpus score
-    (subclasses with one override :meth:`totals` and :meth:`corpus`)."""
+    """The defaults of a metric: its counting is one call, ``self.statistics(hypotheses,
+    references, seg_ptr, table)``, that may launch parallel kernels; it has no corpus score; one
+    signature names its columns; :meth:`score_segments` counts and computes at once. A subclass
+    overrides what differs (:class:`~kbest_bleu.metrics.bleu.Bleu`: its counter, corpus score and
+    per-column signatures; chrF: its corpus score)."""
 
     name: str
 

@@ -21,7 +21,7 @@ from ..config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
 from ..encode import is_id_lists
 from ..errors import InputError
 from ..stats import BleuStats, counts_in_parallel, segment_counter
-from .base import Counting
+from .base import Counting, SegmentMetric
 
 __all__ = ["Bleu", "from_options", "score_columns"]
 
@@ -49,9 +49,11 @@ def score_columns(config: BleuConfig, smoothings: Sequence = ()) -> list[tuple[s
 
 
 @dataclass(frozen=True)
-class Bleu:
+class Bleu(SegmentMetric):
     """Sentence BLEU columns of one job: ``bleu`` under ``config`` and one per extra smoothing
-    (:func:`score_columns`), counted once for all; picklable (options only).
+    (:func:`score_columns`), counted once for all; picklable (options only). Its own counter
+    (prepared now, counted later, on a thread of its own for text), corpus score and signatures;
+    ``score_segments`` from :class:`~kbest_bleu.metrics.base.SegmentMetric`.
 
     engine : "kernels" (numba) or "numpy" for text (:func:`kbest_bleu.stats.numpy_engine_suits`);
         token ids always count on the kernels.
@@ -126,11 +128,6 @@ class Bleu:
         t = np.asarray(totals, np.int64)
         k = (len(t) - 2) // 2
         return corpus_score(BleuStats(t[None, :k], t[None, k:2 * k], t[2 * k:2 * k + 1], t[2 * k + 1:]), self.config)
-
-    def score_segments(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray,
-                       table: Optional[pa.Table] = None, stats: bool = False) -> list[pa.Array]:
-        """Count and compute in one call (see :class:`~kbest_bleu.metrics.base.Metric`)."""
-        return self.compute(self.counter(hypotheses, references, seg_ptr, table).run(), stats)
 
 
 def from_options(smoothings: Sequence = (), engine: str = "kernels", config: Optional[BleuConfig] = None,
