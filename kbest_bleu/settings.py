@@ -14,8 +14,9 @@ from typing import Optional
 
 __all__ = ["BATCH_BYTES", "COLD_NUMPY_ENGINE_BYTES", "ENVIRONMENT", "FORMAT_BATCH_ROWS", "MAX_PAIRS_PER_CHUNK",
            "MAX_RESAMPLE_CELLS", "MAX_ROW_BYTES", "MMAP_THRESHOLD", "NUMPY_ENGINE_BYTES", "PROGRAM_SETS",
-           "RUNS_PER_THREAD", "SMALL_JOB_BYTES", "SMOOTHING_CHUNK_ROWS", "STALE_TEMPORARY_S", "TRIM_THRESHOLD",
-           "aot_enabled", "cache_home", "data_dir", "numba_cache_dir", "numba_threads", "spm_model"]
+           "RUNS_PER_THREAD", "SMALL_JOB_BYTES", "SMOOTHING_CHUNK_ROWS", "STALE_TEMPORARY_S", "TEXT_BLOCK_BYTES",
+           "TRIM_THRESHOLD", "aot_enabled", "cache_home", "data_dir", "numba_cache_dir", "numba_threads", "spm_model",
+           "text_block_bytes"]
 
 # --- size thresholds (benchmarks/RESULTS.md has the measurements behind each) ---
 # below this many input bytes a job runs on the calling thread alone (a parallel launch costs more)
@@ -38,6 +39,11 @@ BATCH_BYTES = 16 << 20
 FORMAT_BATCH_ROWS = 1 << 16
 # a single row larger than this is refused (its segment would not fit a bounded batch)
 MAX_ROW_BYTES = 4 << 20
+# CSV/TSV and JSON Lines are parsed by Arrow's streaming readers in blocks of this many bytes
+# (KBEST_BLEU_BLOCK_BYTES, score --block-bytes): a row must fit in one block, and the first block
+# decides the columns' types. Twice MAX_ROW_BYTES, so that a row the job accepts fits with its
+# other columns and JSON escapes; the readers' memory grows with it (JSON: ~64 MiB at 8 MiB)
+TEXT_BLOCK_BYTES = 2 * MAX_ROW_BYTES
 # MBR: pairs of one chunk of segments (K x K each), so memory stays bounded for K = 1,000
 MAX_PAIRS_PER_CHUNK = 4_000_000
 # the program's malloc settings (kbest_bleu.program): blocks up to MMAP_THRESHOLD from the heap,
@@ -55,6 +61,8 @@ ENVIRONMENT = {
     "KBEST_BLEU_DATA": ("../shared/data beside the checkout, or ./shared/data",
                         "where metaeval and the real-data tests find the shared MT data"),
     "KBEST_BLEU_AOT": ("1", "0 turns off the ahead-of-time text kernels built by 'kbest-bleu warmup'"),
+    "KBEST_BLEU_BLOCK_BYTES": ("8388608 (TEXT_BLOCK_BYTES)",
+                               "bytes per block when CSV/TSV and JSON Lines are read (also score --block-bytes)"),
     "KBEST_BLEU_COMPILE_AT_INSTALL": ("1", "0: pip install . compiles no kernel (setup.py; first uses compile)"),
     "NUMBA_CACHE_DIR": ("beside the sources (numba's default)",
                         "where compiled kernels (and the ahead-of-time module) are kept"),
@@ -97,6 +105,18 @@ def numba_threads() -> Optional[int]:
     """``NUMBA_NUM_THREADS`` when set to a positive integer."""
     value = os.environ.get("NUMBA_NUM_THREADS", "")
     return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def text_block_bytes() -> int:
+    """``KBEST_BLEU_BLOCK_BYTES`` when set, else :data:`TEXT_BLOCK_BYTES`; a value that is not a
+    positive integer raises :class:`~kbest_bleu.errors.InputError`."""
+    value = _get("KBEST_BLEU_BLOCK_BYTES")
+    if value is None:
+        return TEXT_BLOCK_BYTES
+    if not value.strip().isdigit() or int(value) < 1:
+        from .errors import InputError
+        raise InputError(f"KBEST_BLEU_BLOCK_BYTES: expected a positive number of bytes, found {value!r}")
+    return int(value)
 
 
 def data_dir() -> Optional[Path]:

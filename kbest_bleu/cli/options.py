@@ -19,9 +19,9 @@ from ..errors import InputError
 METRICS = ("bleu2vec", "chrf", "meteor", "parmesan")
 log = logging.getLogger("kbest_bleu")
 
-__all__ = ["Parser", "columns_options", "config_from", "decimals_int", "finite_float", "float_range", "int_range",
-           "nonnegative_float", "nonnegative_int", "positive_float", "positive_int", "probability", "reads", "refs_option",
-           "scoring_options", "seed_int", "threads_int", "writes"]
+__all__ = ["Parser", "block_bytes_option", "columns_options", "config_from", "decimals_int", "finite_float",
+           "float_range", "int_range", "nonnegative_float", "nonnegative_int", "positive_float", "positive_int",
+           "probability", "reads", "refs_option", "scoring_options", "seed_int", "threads_int", "writes"]
 
 
 class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -233,6 +233,13 @@ def columns_options(p: argparse.ArgumentParser, segment_help: str = "segment id 
     p.add_argument("--hyp-col", default="hypothesis", help="string column of hypotheses")
     p.add_argument("--ref-col", default="references", help="list<string> column of references")
     p.add_argument("--seg-col", default=None, help=segment_help)
+
+
+def block_bytes_option(p: argparse.ArgumentParser) -> None:
+    """--block-bytes: the block of the CSV/TSV and JSON Lines readers (kbest_bleu.settings.TEXT_BLOCK_BYTES)."""
+    p.add_argument("--block-bytes", type=positive_int, default=None, metavar="N",
+                   help="CSV/TSV and JSON Lines are read in blocks of N bytes: a row must fit in one, and the first "
+                        "block decides each column's type (default: $KBEST_BLEU_BLOCK_BYTES, else 8 MiB)")
 
 
 def refs_option(p: argparse.ArgumentParser, **kwargs) -> None:

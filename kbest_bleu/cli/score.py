@@ -21,6 +21,7 @@ from .options import (
     _logging,
     _reference_rows,
     _segment,
+    block_bytes_option,
     columns_options,
     config_from,
     decimals_int,
@@ -114,7 +115,7 @@ def _cmd_score(a: argparse.Namespace) -> int:
         if fmt != "parquet":  # read with Arrow's readers, then the one streaming parquet job
             src = Path(tmp) / (src.name + ".parquet")
             kbest_to_parquet(given, src, fmt, hypothesis=a.hyp_col, references=a.ref_col, option="score IN",
-                             nbest_size=a.nbest_size)  # the toolkits' formats line by line (bounded memory)
+                             nbest_size=a.nbest_size, block_bytes=a.block_bytes)  # batch by batch (bounded memory)
             if fmt == "text" and a.ref_file:  # segment i = reference line i: a reference left over is an error
                 ids = pq.read_table(src, columns=["segment_id"])["segment_id"]
                 found = len(ids.unique())
@@ -231,6 +232,7 @@ def _score_parser(sub) -> None:
                         ".gz/.bz2/.zst decompressed; docs/formats.md)")
     p.add_argument("--nbest-size", type=positive_int, default=None, metavar="K",
                    help="text, opennmt-tf, opennmt-py: K consecutive lines per source (segment = line // K)")
+    block_bytes_option(p)
     p.add_argument("--to", choices=["parquet", *WRITABLE], default=None,
                    help="write -o in this format instead of parquet: the scored lists back in the toolkit's "
                         "layout (docs/formats.md)")

@@ -181,19 +181,8 @@ def to_parquet(path: "str | os.PathLike", fmt: str, dst: "str | os.PathLike", co
     """Write a K-best file in one of :data:`STREAMED` to the parquet file ``dst`` batch by batch
     (memory: one batch; :func:`iter_batches`' arguments); returns the number of rows. ``dst`` is a
     work file (no output guard): commands write through :func:`write_format` or the job's own."""
-    import pyarrow.parquet as pq
-
-    rows, writer = 0, None
-    try:
-        for batch in iter_batches(path, fmt, compression, **kwargs):
-            if writer is None:
-                writer = pq.ParquetWriter(dst, batch.schema, compression="lz4")
-            writer.write_batch(batch)
-            rows += batch.num_rows
-    finally:
-        if writer is not None:
-            writer.close()
-    return rows
+    from .kbest_io import write_batches
+    return write_batches(iter_batches(path, fmt, compression, **kwargs), dst)
 
 
 def write_format(src: "str | os.PathLike", dst: "str | os.PathLike", fmt: str, *, score_field: Optional[str] = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +22,7 @@ from ..errors import InputError
 from .output import register_input
 
 __all__ = ["BOOL", "FLOAT", "FLOATS", "INT", "STRING", "STRINGS", "RowBatches", "column_names", "parse_float",
-           "score_text", "segments", "text_lines"]
+           "score_text", "segments", "text_lines", "write_batches"]
 
 # column kinds of RowBatches: each maps a list of Python values to an Arrow array
 INT = "int"
@@ -209,6 +209,25 @@ def segments(path: "str | os.PathLike", columns: Sequence[str], segment: str = "
                 start = i
     if rows is not None:
         yield current, rows
+
+
+def write_batches(batches: Iterable[pa.RecordBatch], dst: "str | os.PathLike") -> int:
+    """Write record batches (all of one schema, at least one) to the parquet file ``dst`` as they
+    come (memory: one batch); returns the number of rows. ``dst`` is a work file (no output
+    guard): commands write their outputs through the guard."""
+    import pyarrow.parquet as pq
+
+    rows, writer = 0, None
+    try:
+        for batch in batches:
+            if writer is None:
+                writer = pq.ParquetWriter(dst, batch.schema, compression="lz4")
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    return rows
 
 
 def column_names(path: "str | os.PathLike") -> list:

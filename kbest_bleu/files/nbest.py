@@ -8,20 +8,25 @@ and score text are kept so that text -> parquet -> text is byte-identical.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from .. import arrow_compute as pc
+from ..arrays import from_numpy, to_numpy
 from ..errors import InputError
+from .kbest_io import FLOAT, FLOATS, INT, STRING, RowBatches, text_lines, write_batches
 from .output import atomic_output
-from .references import ReferenceTable, read_lines
+from .references import ReferenceTable
 
-__all__ = ["dense_features", "parse_features", "read_nbest", "write_nbest"]
+__all__ = ["COLUMNS", "NbestBatches", "dense_features", "nbest_to_parquet", "parse_features", "read_nbest",
+           "write_nbest"]
 
 META_SEPARATOR = b"kbest_bleu.nbest_separator"
 META_FEATURES = b"kbest_bleu.feature_names"
@@ -59,60 +64,159 @@ def dense_features(texts: Sequence[str]) -> tuple[list, list]:
     return list(index), [[row.get(n, 0.0) for n in index] for row in parsed]
 
 
-def read_nbest(path: "str | os.PathLike", reference_paths: Sequence[str] = (), option: str = "input",
-               refs_option: str = "--refs") -> pa.Table:
-    """An n-best text file (plus optional reference files, line i = segment i) as a K-best table.
+COLUMNS = [("segment_id", INT), ("rank", INT), ("hypothesis", STRING), ("features", STRING),
+           ("feature_values", FLOATS), ("model_score", FLOAT), ("model_score_text", STRING),
+           ("extra_fields", STRING)]
+_SNIFF_LINES = 100  # the separator (" ||| " or "|||") is told from this many first lines
 
-    Columns: segment_id int64, rank int64 (position within the segment), hypothesis string,
-    features string (raw), feature_values list<double>, model_score double, model_score_text
-    string (raw), extra_fields string (raw fields after the score, null when absent), and
+
+class NbestBatches:
+    """An n-best text file (plus optional reference files, line i = segment i) as record batches,
+    in file order, read line by line in bounded memory: one batch (at most ``batch_rows`` rows and
+    about ``batch_bytes`` of hypothesis text, :class:`~kbest_bleu.files.kbest_io.RowBatches`),
+    the reference files, one counter per segment id (``rank``) and the feature names.
+
+    Columns: as :func:`read_nbest`. ``feature_values`` of a batch follows the feature names known
+    when it was handed out (:attr:`names`, which only grow; the schema metadata), so a feature first
+    seen in a later batch is missing from the end of an earlier batch's lists: :meth:`dense` pads
+    such a batch with zeros (an absent feature is 0) once the file is read.
+    """
+
+    def __init__(self, path: "str | os.PathLike", reference_paths: Sequence[str] = (), option: str = "input",
+                 refs_option: str = "--refs", compression: Optional[str] = None, batch_rows: Optional[int] = None,
+                 batch_bytes: Optional[int] = None):
+        self.path, self.option, self.compression = path, option, compression
+        self.refs = ReferenceTable.from_text_files(reference_paths, refs_option) if reference_paths else None
+        self.limits = (batch_rows, batch_bytes)
+        self.names: list = []
+        self.separator = " ||| "
+
+    def metadata(self) -> dict:
+        return {META_SEPARATOR: self.separator.encode(), META_FEATURES: json.dumps(self.names).encode()}
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        lines = text_lines(self.path, self.compression, self.option, "n-best file")
+        first = list(itertools.islice(lines, _SNIFF_LINES))
+        sep = self.separator = " ||| " if any(" ||| " in ln for ln in first) else "|||"
+        rows = RowBatches(COLUMNS, None, *self.limits)
+        index: dict = {}  # feature name -> position in the dense lists
+        ranks: dict = {}  # segment id -> lines of it so far (interleaved lists still number 0, 1, 2, ...)
+        last, positions, identity = None, None, True
+        for no, line in enumerate(itertools.chain(first, lines), 1):
+            sid, fields, names, values = _parse(line, sep, self.path, no)
+            if names != last:  # most lines repeat the names of the line before
+                for name in names:
+                    index.setdefault(name, len(index))
+                last, positions = names, [index[n] for n in names]
+                identity = positions == list(range(len(index)))
+                if len(index) > len(self.names):
+                    self.names = list(index)
+            if identity:
+                dense = values
+            else:
+                dense = [0.0] * len(index)
+                for p, v in zip(positions, values):
+                    dense[p] = v
+            v = rows.values
+            rank = ranks.get(sid, 0)
+            ranks[sid] = rank + 1
+            v["segment_id"].append(sid)
+            v["rank"].append(rank)
+            v["hypothesis"].append(fields[1])
+            v["features"].append(fields[2])
+            v["feature_values"].append(dense)
+            v["model_score"].append(float(fields[3]))
+            v["model_score_text"].append(fields[3])
+            v["extra_fields"].append(sep.join(fields[4:]) if len(fields) > 4 else None)
+            rows.add_text(len(fields[1]))
+            while rows.full():
+                yield self._finish(rows.take())
+        if len(rows) or not ranks:  # an empty file: one empty batch with the columns
+            yield self._finish(rows.take())
+
+    def _finish(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """A batch dense over the names known now, with the references of its segments."""
+        batch = self.dense(batch)
+        if self.refs is None:
+            return batch
+        refs = self.refs.lookup(batch.column("segment_id").to_pylist(), str(self.path))
+        return pa.RecordBatch.from_arrays([*batch.columns, refs], schema=batch.schema.append(
+            pa.field("references", refs.type)))
+
+    def dense(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` with every ``feature_values`` list as long as :attr:`names` (zeros at the end)
+        and the metadata of the whole file."""
+        column = batch.schema.get_field_index("feature_values")
+        lists = batch.column(column)
+        n = len(self.names)
+        have = to_numpy(pc.list_value_length(lists)).astype(np.int64)
+        if (have != n).any():
+            values = to_numpy(lists.flatten())
+            offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(have)])
+            flat = np.zeros(len(have) * n)
+            flat[np.repeat(np.arange(len(have)) * n, have) + np.arange(len(values)) - np.repeat(offsets[:-1], have)] = \
+                values
+            lists = pa.ListArray.from_arrays(from_numpy(np.arange(len(have) + 1, dtype=np.int32) * n), from_numpy(flat))
+            batch = batch.set_column(column, batch.schema.field(column), lists)
+        return batch.replace_schema_metadata(self.metadata())
+
+
+def _parse(line: str, sep: str, path: "str | os.PathLike", no: int) -> tuple:
+    """(segment id, fields, feature names, feature values) of line ``no`` of an n-best file."""
+    fields = line.split(sep)
+    if len(fields) < 4:
+        raise InputError(f"{path}: line {no}: expected 'id ||| hypothesis ||| features ||| score', found "
+                         f"{len(fields)} field(s): {line[:80]!r}")
+    try:
+        sid = int(fields[0])
+        names, values = parse_features(fields[2])
+        score = float(fields[3])
+    except ValueError as exc:
+        raise InputError(f"{path}: line {no}: could not parse the id, features or score ({exc})") from None
+    if not -2**63 <= sid < 2**63:
+        raise InputError(f"{path}: line {no}: the id {fields[0].strip()} is outside the 64-bit integer range; "
+                         "expected a segment number from 0 to 9223372036854775807")
+    if not (math.isfinite(score) and all(math.isfinite(v) for v in values)):  # would reach parquet as nan/inf
+        raise InputError(f"{path}: line {no}: a feature value or the score is not a finite number "
+                         f"({fields[2].strip()!r} ||| {fields[3].strip()!r}); expected finite numbers")
+    return sid, fields, names, values
+
+
+def read_nbest(path: "str | os.PathLike", reference_paths: Sequence[str] = (), option: str = "input",
+               refs_option: str = "--refs", compression: Optional[str] = None) -> pa.Table:
+    """An n-best text file (plus optional reference files, line i = segment i) as a K-best table,
+    in memory (:class:`NbestBatches` streams it; :func:`nbest_to_parquet` writes it to parquet).
+
+    Columns: segment_id int64, rank int64 (position among the earlier lines of the same id),
+    hypothesis large_string, features (raw), feature_values list<double>, model_score double,
+    model_score_text (raw), extra_fields (raw fields after the score, null when absent), and
     references list<string> when reference files are given. ``feature_values`` follows the union
     of the feature names in order of first appearance (schema metadata); a feature absent from a
     line (sparse, as Joshua omits zero-valued ones) is 0.
     """
-    lines = read_lines(path, option)
-    sep = " ||| " if any(" ||| " in ln for ln in lines[:100]) else "|||"
-    seg, hyp, feats, score_text, extra = [], [], [], [], []
-    for no, line in enumerate(lines, 1):
-        fields = line.split(sep) if sep == "|||" else line.split(" ||| ")
-        if len(fields) < 4:
-            raise InputError(f"{path}: line {no}: expected 'id ||| hypothesis ||| features ||| score', found "
-                             f"{len(fields)} field(s): {line[:80]!r}")
+    reader = NbestBatches(path, reference_paths, option, refs_option, compression)
+    batches = list(reader)
+    return pa.Table.from_batches([reader.dense(b) for b in batches])
+
+
+def nbest_to_parquet(path: "str | os.PathLike", dst: "str | os.PathLike", compression: Optional[str] = None, *,
+                     option: str = "input", batch_rows: Optional[int] = None, batch_bytes: Optional[int] = None) -> int:
+    """Write an n-best text file to the parquet work file ``dst`` batch by batch (:class:`NbestBatches`);
+    returns the number of rows. When a feature first appears after the first batch, ``dst`` is
+    written again from itself with the lists padded (parquet to parquet, batch by batch)."""
+    import pyarrow.parquet as pq
+
+    reader = NbestBatches(path, option=option, compression=compression, batch_rows=batch_rows,
+                          batch_bytes=batch_bytes)
+    rows = write_batches(reader, dst)
+    if pq.read_schema(dst).metadata[META_FEATURES] != reader.metadata()[META_FEATURES]:
+        padded = Path(f"{dst}.padded")
         try:
-            seg.append(int(fields[0]))
-            numbers = parse_features(fields[2])[1] + [float(fields[3])]
-        except ValueError as exc:
-            raise InputError(f"{path}: line {no}: could not parse the id, features or score ({exc})") from None
-        if not -2**63 <= seg[-1] < 2**63:
-            raise InputError(f"{path}: line {no}: the id {fields[0].strip()} is outside the 64-bit integer range; "
-                             "expected a segment number from 0 to 9223372036854775807")
-        if not all(math.isfinite(v) for v in numbers):  # would reach parquet and Moses' feature files as nan/inf
-            raise InputError(f"{path}: line {no}: a feature value or the score is not a finite number "
-                             f"({fields[2].strip()!r} ||| {fields[3].strip()!r}); expected finite numbers")
-        hyp.append(fields[1])
-        feats.append(fields[2])
-        score_text.append(fields[3])
-        extra.append(sep.join(fields[4:]) if len(fields) > 4 else None)
-    seg_arr = np.array(seg, dtype=np.int64)
-    # rank = position among the earlier lines of the same id, so that interleaved ids (lists
-    # merged line by line) still number each list 0, 1, 2, ...: a stable sort groups the ids
-    order = np.argsort(seg_arr, kind="stable")
-    sorted_ids = seg_arr[order]
-    first = np.r_[0, np.flatnonzero(np.diff(sorted_ids)) + 1] if len(seg) else np.zeros(0, np.int64)
-    rank = np.empty(len(seg), np.int64)
-    rank[order] = np.arange(len(seg)) - np.repeat(first, np.diff(np.r_[first, len(seg)]))
-    names, values = dense_features(feats)
-    table = pa.table({
-        "segment_id": seg_arr, "rank": rank.astype(np.int64), "hypothesis": pa.array(hyp, pa.string()),
-        "features": pa.array(feats, pa.string()),
-        "feature_values": pa.array(values, pa.list_(pa.float64())),
-        "model_score": pa.array([float(s) for s in score_text], pa.float64()),
-        "model_score_text": pa.array(score_text, pa.string()), "extra_fields": pa.array(extra, pa.string()),
-    })
-    if reference_paths:
-        refs = ReferenceTable.from_text_files(reference_paths, refs_option)
-        table = table.append_column("references", refs.lookup(seg, str(path)))
-    return table.replace_schema_metadata({META_SEPARATOR: sep.encode(), META_FEATURES: json.dumps(names).encode()})
+            write_batches((reader.dense(b) for b in pq.ParquetFile(dst).iter_batches()), padded)
+            os.replace(padded, dst)
+        finally:
+            padded.unlink(missing_ok=True)
+    return rows
 
 
 def write_nbest(table: pa.Table, path: "str | os.PathLike", inputs: Sequence["str | os.PathLike"] = (),

@@ -1,9 +1,11 @@
 """K-best inputs besides parquet, and making a table's segments contiguous.
 
-Formats: CSV/TSV and JSON Lines through pyarrow's own readers, Moses/Joshua n-best text
-(:func:`kbest_bleu.interop.nbest.read_nbest`), plain text (one hypothesis per line, line i =
-segment i); each may be compressed (.gz, .bz2, .zst), decompressed by Arrow's compressed
-streams. The format comes from the file name or is given. :func:`sort_segments` stably sorts a
+Formats: CSV/TSV and JSON Lines through pyarrow's streaming readers, block by block, Moses/Joshua
+n-best text (:mod:`kbest_bleu.files.nbest`), plain text (one hypothesis per line, line i = segment
+i) and the toolkits' formats line by line (:mod:`kbest_bleu.files.formats`); each may be compressed
+(.gz, .bz2, .zst), decompressed by Arrow's compressed streams. The format comes from the file name
+or is given; every format but parquet reaches the job as a parquet work file written batch by
+batch (:func:`kbest_to_parquet`: memory holds a batch, not the file). :func:`sort_segments` stably sorts a
 parquet table by its segment key in bounded memory (external sort), for tables whose segments
 are not contiguous (DESIGN.md section 2: the streaming job needs whole segments in one run).
 """
@@ -23,14 +25,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import arrow_compute as pc
-from ..arrays import to_numpy
+from .. import settings
+from ..arrays import from_numpy, to_numpy
 from ..errors import InputError
-from .formats import STREAMED, TOOL_FORMATS, detect
+from .formats import STREAMED, TOOL_FORMATS, detect, iter_batches
+from .kbest_io import write_batches
 from .output import register_input, temporary_directory
 from .references import META_SEGMENT, read_lines
 
-__all__ = ["COMPRESSED", "FORMATS", "input_format", "kbest_to_parquet", "local_copy", "read_kbest", "read_text",
-           "seekable", "segment_key", "sort_segments", "unreadable"]
+__all__ = ["COMPRESSED", "FORMATS", "input_format", "iter_kbest", "kbest_to_parquet", "local_copy", "read_kbest",
+           "read_text", "seekable", "segment_key", "sort_segments", "unreadable"]
 
 FORMATS = ("parquet", "csv", "tsv", "jsonl", "nbest", "text") + TOOL_FORMATS  # the toolkits': files.formats
 COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
@@ -100,60 +104,237 @@ def read_text(path: "str | os.PathLike", option: str = "input") -> list:
             raise InputError(str(exc).replace(str(plain), str(path), 1)) from None
 
 
-def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothesis: str = "hypothesis",
-               references: str = "references", option: str = "input", nbest_size: Optional[int] = None) -> pa.Table:
-    """A K-best table from a CSV/TSV, JSON Lines, n-best, plain text or toolkit file (see the
-    module text; the toolkits' formats and ``nbest_size``: :mod:`kbest_bleu.files.formats`).
+def iter_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothesis: str = "hypothesis",
+               references: str = "references", option: str = "input", nbest_size: Optional[int] = None,
+               block_bytes: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+    """Record batches of a K-best file in any format but parquet and n-best text (see the module
+    text), in file order, read as they are consumed: memory holds a few blocks, not the file.
 
-    CSV/TSV: a header line names the columns; TSV fields are not quoted (MT text is full of
-    quotes). A string ``references`` column (one reference) becomes list<string>. Plain text:
-    columns ``segment_id`` (int64, 0-based line number) and ``hypothesis``; references come from
-    reference files. Returns the table as read (pyarrow's type inference for CSV and JSON).
+    CSV/TSV and JSON Lines go through Arrow's streaming readers in blocks of ``block_bytes``
+    (default :func:`~kbest_bleu.settings.text_block_bytes`): a row must fit in one block, and the
+    first block decides each column's type (a later value of another type is refused with the
+    column's name). CSV/TSV: a header line names the columns; ``hypothesis`` and ``references``
+    are strings even where they look like numbers; TSV fields are not quoted (MT text is full of
+    quotes; a CSV-quoted field is refused). A string ``references`` column (one reference) becomes
+    list<string>. Plain text: ``segment_id`` (the line number from 0) and the hypothesis; the
+    toolkits' formats and ``nbest_size``: :mod:`kbest_bleu.files.formats`. Errors raise
+    :class:`InputError` naming the file, the row or line and the fix.
     """
     fmt, compression = input_format(path, fmt)
     register_input(path, option)
-    if fmt == "parquet":
-        raise InputError(f"{path}: parquet is read as a stream by the job, not through read_kbest")
-    if fmt in STREAMED and (fmt != "text" or nbest_size is not None):
-        from .formats import read_table
-        return read_table(path, fmt, compression, nbest_size=nbest_size, hypothesis=hypothesis, option=option)
+    if fmt in ("parquet", "nbest"):
+        raise InputError(f"{path}: {fmt} is read by {'the job' if fmt == 'parquet' else 'files.nbest'}, not "
+                         "through iter_kbest")
+    if fmt not in STREAMED:
+        _no_nbest_size(fmt, nbest_size)
+    else:
+        return iter_batches(path, fmt, compression, nbest_size=nbest_size, hypothesis=hypothesis, option=option)
+    block = block_bytes or settings.text_block_bytes()
+    return _arrow_batches(path, fmt, compression, hypothesis, references, option, block)
+
+
+def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothesis: str = "hypothesis",
+               references: str = "references", option: str = "input", nbest_size: Optional[int] = None,
+               block_bytes: Optional[int] = None) -> pa.Table:
+    """The whole K-best table of a file in any format but parquet (:func:`iter_kbest`'s batches,
+    n-best text through :func:`kbest_bleu.files.nbest.read_nbest`); for files that fit in memory."""
+    fmt, compression = input_format(path, fmt)
+    if fmt == "nbest":
+        from .nbest import read_nbest
+        _no_nbest_size(fmt, nbest_size)
+        with local_copy(path, option) if str(path) == "-" else contextlib.nullcontext(path) as plain:
+            return read_nbest(plain, option=option, compression=None if str(path) == "-" else compression)
+    batches = list(iter_kbest(path, fmt, hypothesis=hypothesis, references=references, option=option,
+                              nbest_size=nbest_size, block_bytes=block_bytes))
+    return pa.Table.from_batches(batches, batches[0].schema)
+
+
+def kbest_to_parquet(path: "str | os.PathLike", dst: "str | os.PathLike", fmt: Optional[str] = None, *,
+                     hypothesis: str = "hypothesis", references: str = "references", option: str = "input",
+                     nbest_size: Optional[int] = None, block_bytes: Optional[int] = None) -> int:
+    """Write a K-best file (any format but parquet) to the parquet work file ``dst`` for the
+    streaming job, batch by batch as it is read (:func:`iter_kbest`; n-best text:
+    :func:`kbest_bleu.files.nbest.nbest_to_parquet`); returns the number of rows."""
+    fmt, compression = input_format(path, fmt)
+    if fmt == "nbest":
+        from .nbest import nbest_to_parquet
+        register_input(path, option)
+        _no_nbest_size(fmt, nbest_size)
+        with local_copy(path, option) if str(path) == "-" else contextlib.nullcontext(path) as plain:
+            return nbest_to_parquet(plain, dst, None if str(path) == "-" else compression, option=option)
+    return write_batches(iter_kbest(path, fmt, hypothesis=hypothesis, references=references, option=option,
+                                    nbest_size=nbest_size, block_bytes=block_bytes), dst)
+
+
+def _no_nbest_size(fmt: str, nbest_size: Optional[int]) -> None:
     if nbest_size is not None:
         raise InputError(f"--nbest-size: {fmt} files mark each list themselves; --nbest-size is for plain text, "
                          "opennmt-tf and opennmt-py (K lines per source)")
-    if fmt in ("nbest", "text"):
-        with local_copy(path, option) as plain:
-            if fmt == "text":
-                lines = read_text(plain, option)
-                return pa.table({"segment_id": pa.array(range(len(lines)), pa.int64()),
-                                 hypothesis: pa.array(lines, pa.string())})
-            from .nbest import read_nbest
-            return read_nbest(plain, option=option)
+
+
+def _arrow_batches(path: "str | os.PathLike", fmt: str, compression: Optional[str], hypothesis: str,
+                   references: str, option: str, block: int) -> Iterator[pa.RecordBatch]:
+    """CSV/TSV or JSON Lines through Arrow's streaming readers (:func:`iter_kbest`), batch by batch,
+    with the row numbers of the messages counted across batches."""
+    from pyarrow import csv as pcsv
+    from pyarrow import json as pj
+
     try:
-        with pa.input_stream(str(path), compression=compression) as src:
+        src = pa.input_stream(str(path), compression=compression)
+    except FileNotFoundError:
+        raise InputError(f"{option} {path}: not found; expected a {fmt} K-best table") from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise unreadable(path, fmt, exc, compression, _SHAPE[fmt == "jsonl"]) from None
+    row0, reader = 0, None
+    with src:
+        try:
             if fmt == "jsonl":
-                from pyarrow import json as pj
-                table = pj.read_json(src)
+                reader = pj.open_json(src, read_options=pj.ReadOptions(block_size=block))
             else:
-                from pyarrow import csv as pcsv
                 parse = pcsv.ParseOptions(delimiter="\t", quote_char=False) if fmt == "tsv" else None
                 # hypotheses and references stay strings even when they look like numbers
                 convert = pcsv.ConvertOptions(column_types={hypothesis: pa.string(), references: pa.string()},
                                               strings_can_be_null=False)
-                table = pcsv.read_csv(src, parse_options=parse, convert_options=convert)
-    except FileNotFoundError:
-        raise InputError(f"{option} {path}: not found; expected a {fmt} K-best table") from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        shape = "one JSON object per line, one line per hypothesis" if fmt == "jsonl" else \
-            "a header line and one row per hypothesis"
-        raise unreadable(path, fmt, exc, compression, f"expected {shape}") from None
-    if fmt == "tsv":
-        _refuse_csv_quoting(table, path)
-    i = table.schema.get_field_index(references)
-    if i >= 0 and pa.types.is_string(table.schema.field(i).type):
-        col = table[references].combine_chunks()
-        table = table.set_column(i, references, pa.ListArray.from_arrays(
-            pa.array(range(len(col) + 1), pa.int32()), col))
-    return table
+                reader = pcsv.open_csv(src, read_options=pcsv.ReadOptions(block_size=block), parse_options=parse,
+                                       convert_options=convert)
+            for batch in reader:
+                if fmt == "tsv":
+                    _refuse_csv_quoting(batch, path, row0)
+                elif fmt == "jsonl":
+                    batch.validate(full=True)  # Arrow's JSON parser takes invalid UTF-8 into strings
+                row0 += batch.num_rows
+                yield _references_list(batch, references)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise _stream_error(path, fmt, exc, compression, row0, block, reader) from None
+        if row0 == 0:  # a header line alone (CSV), or no rows: the columns, no row
+            yield _references_list(pa.RecordBatch.from_pylist([], schema=reader.schema), references)
+
+
+_SHAPE = {True: "expected one JSON object per line, one line per hypothesis",
+          False: "expected a header line and one row per hypothesis"}
+
+
+def _references_list(batch: pa.RecordBatch, references: str) -> pa.RecordBatch:
+    """``batch`` with a string ``references`` column (one reference per row) as list<string>."""
+    i = batch.schema.get_field_index(references)
+    if i < 0 or not pa.types.is_string(batch.schema.field(i).type):
+        return batch
+    col = batch.column(i)
+    lists = pa.ListArray.from_arrays(from_numpy(np.arange(len(col) + 1, dtype=np.int32)), col)
+    return batch.set_column(i, pa.field(references, lists.type), lists)
+
+
+def _stream_error(path: "str | os.PathLike", fmt: str, exc: Exception, compression: Optional[str], row0: int,
+                  block: int, reader) -> InputError:
+    """The one-line error of a CSV/TSV or JSON Lines file that stopped Arrow's streaming reader
+    after ``row0`` rows: a row longer than the block, a value whose type is not its column's
+    (the first block decides the types: ``reader.schema``), else :func:`unreadable`'s."""
+    said = str(exc)
+    if "straddl" in said:
+        where = _long_line(path, compression, block)
+        at = (f"line {where[0]} (byte offset {where[1]}{' of the decompressed text' if compression else ''}) holds "
+              f"{where[2]:,} bytes" if where else f"a row after row {row0} (from 0) is longer than that")
+        return InputError(f"{path}: {at}, more than the {block:,}-byte blocks the {fmt} reader parses; raise the "
+                          "block with --block-bytes N or KBEST_BLEU_BLOCK_BYTES=N (bytes), or convert the table to "
+                          "parquet (rows of more than MAX_ROW_BYTES, 4 MiB of text, are refused by the job anyway)")
+    found = _mistyped(path, fmt, compression, said, row0, reader.schema) if reader is not None else None
+    if found is None:
+        return unreadable(path, fmt, exc, compression, _SHAPE[fmt == "jsonl"])
+    row, line, name, value = found
+    first = f"read as {reader.schema.field(name).type}" if name in reader.schema.names else "absent"
+    return InputError(f"{path}: row {row} (from 0; line {line}), {'column' if first[0] == 'r' else 'key'} {name!r}: "
+                      f"{value[:60]!r} does not fit the column, {first} in the first {block:,}-byte block, which "
+                      "decides the types: give the column one type in every row (1.0 rather than 1 throughout a "
+                      "column of decimals; text quoted in JSON; every key in the first rows, null where it has no "
+                      "value), or convert the table to parquet with the types you mean")
+
+
+def _mistyped(path: "str | os.PathLike", fmt: str, compression: Optional[str], said: str, row0: int,
+              schema: pa.Schema) -> Optional[tuple]:
+    """(row, line, column, value as text) of the first row from ``row0`` on whose value does not fit
+    its column's type in ``schema``, or None. CSV: the column and value Arrow names ("In CSV column
+    #2: CSV conversion error to int64: invalid value 'x'"); JSON: any value of another kind, or a
+    key the first block did not have (Arrow names neither the row nor, for 0.5 in an int64
+    column, the column)."""
+    import csv
+    import re
+
+    from .kbest_io import text_lines
+    if fmt == "jsonl":
+        def test(record):
+            if isinstance(record, dict):
+                for key, value in record.items():
+                    i = schema.get_field_index(key)
+                    if i < 0 or not _fits(value, schema.field(i).type):
+                        return key, json.dumps(value, ensure_ascii=False)
+            return None
+    else:
+        named = re.search(r"CSV column #(\d+): CSV conversion error to \S+: invalid value '(.*)'$", said, re.S)
+        if named is None or int(named.group(1)) >= len(schema):
+            return None
+        column, bad = int(named.group(1)), named.group(2)
+
+        def test(record):
+            return (schema.names[column], bad) if len(record) > column and record[column] == bad else None
+    lines = enumerate(text_lines(path, compression), 1)
+    if fmt == "jsonl":
+        records = ((no, json.loads(line)) for no, line in lines if line.strip())
+    else:
+        rows = csv.reader((line for _, line in lines), **({"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+                                                          if fmt == "tsv" else {}))
+        next(rows, None)  # the header
+        records = ((rows.line_num, record) for record in rows)
+    try:
+        for row, (no, record) in enumerate(records):
+            hit = test(record) if row >= row0 else None
+            if hit is not None:
+                return row, no, hit[0], hit[1]
+    except (ValueError, csv.Error, InputError):
+        return None
+    return None
+
+
+def _fits(value: object, typ: pa.DataType) -> bool:
+    """Whether a JSON value fits an Arrow type inferred by Arrow's JSON reader (null fits any)."""
+    if value is None:
+        return True
+    if pa.types.is_boolean(typ) or isinstance(value, bool):
+        return pa.types.is_boolean(typ) and isinstance(value, bool)
+    if pa.types.is_integer(typ):
+        return isinstance(value, int)
+    if pa.types.is_floating(typ):
+        return isinstance(value, (int, float))
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_timestamp(typ):
+        return isinstance(value, str)
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        return isinstance(value, list) and all(_fits(v, typ.value_type) for v in value)
+    if pa.types.is_struct(typ):
+        names = [typ.field(i).name for i in range(typ.num_fields)]
+        return isinstance(value, dict) and all(k in names and _fits(v, typ.field(names.index(k)).type)
+                                               for k, v in value.items())
+    return not pa.types.is_null(typ)
+
+
+def _long_line(path: "str | os.PathLike", compression: Optional[str], limit: int, chunk: int = 1 << 20
+               ) -> Optional[tuple]:
+    """(line from 1, byte offset, length) of the first line of a file longer than ``limit``
+    bytes, read in chunks, or None."""
+    line, start, done = 1, 0, 0
+    try:
+        with pa.input_stream(str(path), compression=compression) as src:
+            while True:
+                data = src.read(chunk)
+                if not data:
+                    return (line, start, done - start) if done - start > limit else None
+                at = data.find(b"\n")
+                while at >= 0:
+                    if done + at - start > limit:
+                        return line, start, done + at - start
+                    line, start = line + 1, done + at + 1
+                    at = data.find(b"\n", at + 1)
+                done += len(data)
+    except (OSError, pa.ArrowInvalid):
+        return None
 
 
 def seekable(path: "str | os.PathLike") -> bool:
@@ -211,36 +392,21 @@ def _first_invalid_utf8(path: "str | os.PathLike", compression: Optional[str], c
         return None
 
 
-def _refuse_csv_quoting(table: pa.Table, path: "str | os.PathLike") -> None:
+def _refuse_csv_quoting(batch: pa.RecordBatch, path: "str | os.PathLike", row0: int = 0) -> None:
     """TSV fields are read as they are; a field in CSV quoting (quotes around it, doubled quotes
     inside: what pandas' ``to_csv(sep="\t")`` writes for text holding a quote) would be scored with
-    its quotes, so such a file is refused with the fix."""
-    for name, col in zip(table.column_names, table.columns):
+    its quotes, so such a file is refused with the fix. ``row0``: the rows of the earlier batches."""
+    for name, col in zip(batch.schema.names, batch.columns):
         if not pa.types.is_string(col.type):
             continue
-        quoted = pc.match_substring_regex(col.combine_chunks(), pattern=r'^"([^"]|"")*""([^"]|"")*"$')
+        quoted = pc.match_substring_regex(col, pattern=r'^"([^"]|"")*""([^"]|"")*"$')
         if quoted.true_count:  # strings_can_be_null=False: no nulls
             row = int(np.flatnonzero(to_numpy(quoted))[0])
-            raise InputError(f"{path}: row {row} (from 0, header excluded), column {name!r}: {str(col[row])[:60]!r} is "
-                             "CSV-quoted (quotes around the field, doubled quotes inside), as pandas writes TSV; "
-                             "TSV fields are read as they are, so the quotes would be scored; write the table "
-                             "as CSV (.csv, quotes parsed), JSON Lines or parquet, or as TSV without quoting "
-                             "(pandas: quoting=csv.QUOTE_NONE)")
-
-
-def kbest_to_parquet(path: "str | os.PathLike", dst: "str | os.PathLike", fmt: Optional[str] = None, *,
-                     hypothesis: str = "hypothesis", references: str = "references", option: str = "input",
-                     nbest_size: Optional[int] = None) -> None:
-    """Write a K-best file (any format but parquet) to the parquet work file ``dst`` for the
-    streaming job: the toolkits' formats and plain text line by line in bounded memory
-    (:func:`kbest_bleu.files.formats.to_parquet`), the others through :func:`read_kbest`."""
-    fmt, compression = input_format(path, fmt)
-    if fmt in STREAMED:
-        from .formats import to_parquet
-        to_parquet(path, fmt, dst, compression, nbest_size=nbest_size, hypothesis=hypothesis, option=option)
-    else:
-        pq.write_table(read_kbest(path, fmt, hypothesis=hypothesis, references=references, option=option,
-                                  nbest_size=nbest_size), dst)
+            raise InputError(f"{path}: row {row0 + row} (from 0, header excluded), column {name!r}: "
+                             f"{str(col[row])[:60]!r} is CSV-quoted (quotes around the field, doubled quotes inside), "
+                             "as pandas writes TSV; TSV fields are read as they are, so the quotes would be scored; "
+                             "write the table as CSV (.csv, quotes parsed), JSON Lines or parquet, or as TSV without "
+                             "quoting (pandas: quoting=csv.QUOTE_NONE)")
 
 
 def segment_key(path: "str | os.PathLike") -> Optional[tuple]:
