@@ -243,6 +243,7 @@ def _cmd_tune(a: argparse.Namespace) -> int:
     lists = KbestLists.from_table(table, cfg, segment=segment, hypothesis=a.hyp_col, references=a.ref_col,
                                   features=a.features_col, score=a.score_col)
     n_feat = lists.features.shape[1]
+    warning = None
     if a.init:
         if len(w0) != n_feat or not np.isfinite(w0).all():
             raise InputError(f"--init: expected {n_feat} weights ({', '.join(lists.feature_names)}), found {len(w0)}")
@@ -250,10 +251,9 @@ def _cmd_tune(a: argparse.Namespace) -> int:
         w0 = lists.decoder_weights()
         off = float(np.abs(lists.model_scores(w0) - lists.model_score).max()) if len(lists) else 0.0
         if off > 0.01 * max(1.0, float(np.abs(lists.model_score).mean())):  # one run: ~1e-4 (rounding)
-            print(f"kbest-bleu tune: warning: no one weight vector gives --score-col's model scores (off by up to "
-                  f"{off:.3g}): the lists come from decoding runs with different weights, and the start is their "
-                  "least-squares blend; start from the last run's weights (--init) for a meaningful start",
-                  file=sys.stderr)
+            warning = (f"kbest-bleu tune: warning: no one weight vector gives --score-col's model scores (off by up "
+                       f"to {off:.3g}): the lists come from decoding runs with different weights, and the start is "
+                       "their least-squares blend; start from the last run's weights (--init) for a meaningful start")
     else:
         w0 = np.zeros(n_feat)
     start = lists.corpus_bleu(lists.one_best(w0), cfg)
@@ -263,6 +263,8 @@ def _cmd_tune(a: argparse.Namespace) -> int:
         res = tune_pro(lists, w0, seed=a.seed, config=cfg)
     else:
         res = tune_expected_bleu([lists], w0, lam=a.lam, epochs=a.epochs, seed=a.seed, config=cfg)
+    if warning:  # after the run: a tuning that fails says so in one line
+        print(warning, file=sys.stderr)
     out = {"method": a.method, "feature_names": lists.feature_names, "weights": res.weights.tolist(),
            "start_bleu": start, "bleu": res.bleu, "history": res.history, "segments": len(lists.seg_ptr) - 1,
            "hypotheses": len(lists), "signature": cfg.signature("corpus")}

@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
+from ..cli.options import float_range, int_range, probability, seed_int
+
 __all__ = ["add_commands", "markdown"]
 
 def markdown(header: Sequence[str], rows: list) -> str:
@@ -154,8 +156,9 @@ def _comparison(a: argparse.Namespace, table, pairs, corr: dict, sys_table, lps)
 
 
 def _cmd_judged(a: argparse.Namespace) -> int:
-    import pyarrow.parquet as pq
+    import pyarrow as pa
 
+    from ..batch.parquet import read_parquet_table
     from ..errors import InputError
     from .judged import judged_correlations, system_correlations, system_table
     _check_plot(a)
@@ -167,13 +170,22 @@ def _cmd_judged(a: argparse.Namespace) -> int:
     for path in [a.table] + ([a.pairs] if a.pairs else []):
         if not Path(path).exists():
             raise InputError(f"{path}: not found; expected a parquet file (lp, segment_id, system, metric columns)")
-    table = pq.read_table(a.table)
-    pairs = pq.read_table(a.pairs) if a.pairs else None
+    table = read_parquet_table(a.table, "metaeval judged TABLE")  # empty, truncated, not parquet: one line
+    pairs = read_parquet_table(a.pairs, "--pairs") if a.pairs else None
     metrics = a.metric.split(",")
     for name in ("lp", "segment_id", "system"):  # both levels need them: checked before the bootstrap runs
         if name not in table.column_names:
             raise InputError(f"{a.table}: no column {name!r}; expected lp, segment_id, system and the metric columns "
                              f"(the system level averages each system's segments), found {', '.join(table.column_names)}")
+    for name in metrics + ([a.human] if a.human else []):  # both recipes read them: named before any work
+        if name not in table.column_names:
+            raise InputError(f"{a.table}: no column {name!r} (--metric, --human); found {', '.join(table.column_names)}")
+        kind = table.schema.field(name).type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            raise InputError(f"{a.table}: column {name!r} (--metric, --human) holds {kind}; expected numbers")
+    for path, t in ((a.table, table), (a.pairs, pairs)):
+        if t is not None and t.num_rows == 0:
+            raise InputError(f"{path}: no rows; expected judged segments")
     if a.wmt_style:
         return _wmt_style(a, table, pairs, metrics)
     corr = {m: judged_correlations(table, m, pairs=pairs, human=a.human, n_boot=a.n_boot, seed=a.seed,
@@ -276,15 +288,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     human.add_argument("--pairs", help="pairwise preferences parquet (lp, segment_id, better_system, worse_system)")
     human.add_argument("--human", help="human score column of TABLE (null/NaN = unrated)")
     r.add_argument("--compare", help="A,B: test whether metric A correlates better than B")
-    r.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of segments (default 1000)")
-    r.add_argument("--seed", type=int, default=12345)
-    r.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals")
+    r.add_argument("--n-boot", type=int_range(1, 1_000_000, "a number of resamples from 1 to 1000000"), default=1000,
+                   help="bootstrap resamples of segments (default 1000)")
+    r.add_argument("--seed", type=seed_int, default=12345)
+    r.add_argument("--level", type=float_range(0.0, 1.0, "a confidence level in (0, 1]", open_low=True), default=0.95,
+                   help="confidence level of the intervals")
     r.add_argument("--wmt-style", action="store_true",
                    help="instead: segment acc23 with tie calibration (Deutsch et al. 2023), system soft pairwise "
                         "accuracy (Thompson et al. 2024) and pairwise accuracy, WMT significance clusters")
     r.add_argument("--average-by", choices=["item", "sys", "none"], default="item",
                    help="--wmt-style segment grouping with --human (default item: each segment's systems)")
-    r.add_argument("--n-perm", type=int, default=1000, help="--wmt-style permutations per metric pair (default 1000)")
-    r.add_argument("--pval", type=float, default=0.05, help="--wmt-style significance level of the clusters")
+    r.add_argument("--n-perm", type=int_range(1, 1_000_000, "a number of permutations from 1 to 1000000"), default=1000,
+                   help="--wmt-style permutations per metric pair (default 1000)")
+    r.add_argument("--pval", type=probability, default=0.05, help="--wmt-style significance level of the clusters")
     _plot_option(r, "each metric against the human scores (segments with --human, systems with --pairs)")
     r.set_defaults(func=_cmd_judged)

@@ -66,6 +66,8 @@ def _segment_keys(t: pa.Table) -> np.ndarray:
 def _resample_counts(seg: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Segment index of each item int64[n] and how often each segment is drawn, int64[B, S]."""
     uniq, idx = np.unique(seg, return_inverse=True)
+    if not len(uniq):
+        raise InputError("no judged segment (every human score null or NaN, or no pair); expected human judgments")
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(uniq), size=(n_boot, len(uniq)))
     counts = np.zeros((n_boot, len(uniq)), np.int64)

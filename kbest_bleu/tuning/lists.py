@@ -96,6 +96,12 @@ class KbestLists:
         keys = _joined_tokens(hyps, cfg)
         seg = table[segment].combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
         model = table[score].to_numpy().astype(np.float64) if score else None
+        for name, array in ((features, values), (score, model)):  # NaN (nulls too) would reach the weights
+            bad = None if array is None else np.flatnonzero(~np.isfinite(array).reshape(len(array), -1).all(axis=1)
+                                                            if array.size else np.zeros(0, bool))
+            if bad is not None and len(bad):
+                raise InputError(f"KbestLists: column {name!r} row {int(bad[0])}: a value is null, NaN or infinite; "
+                                 "expected finite numbers in every row")
         return cls._build(seg, table[references].combine_chunks(), values, names, keys, model, cfg)
 
     @classmethod

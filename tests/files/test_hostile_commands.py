@@ -12,12 +12,16 @@ The default run tries 40 jobs; KBEST_BLEU_EXHAUSTIVE=1 (CI) tries 300.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
+import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, event, given, settings
@@ -113,9 +117,11 @@ def _float(text: bytes) -> bool:
         return False
 
 
-def _finite_or_null(path: Path) -> None:
+def _finite_or_null(path: Path, names: "tuple | None" = None) -> None:
+    """The float columns ``names`` (default: all) of a parquet output hold no NaN or infinity (the
+    input's own columns are passed through as they are: docs/failure_behaviour.md)."""
     table = pq.read_table(path)
-    for name in table.column_names:
+    for name in names or table.column_names:
         t = table.schema.field(name).type
         col = table[name]
         if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -138,6 +144,20 @@ def _tmpdir(path: Path):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(job=jobs())
 def test_hostile_inputs_exit_0_with_valid_output_or_2_with_one_line(tmp_path_factory, capsys, job):
+    argv, d, rc, out = _drive(tmp_path_factory, capsys, job)
+    target = d / job[2] if job[2] else None
+    if rc == 0 and target is not None and target.is_file():
+        if target.suffix == ".parquet":
+            _finite_or_null(target)
+        elif target.suffix == ".nbest":
+            assert read_nbest(target).num_rows == len(target.read_text().splitlines())
+    if rc == 0 and argv[0] == "corpus":
+        assert out.strip()
+
+
+def _drive(tmp_path_factory, capsys, job) -> tuple:
+    """Run one job in a directory of its own with $TMPDIR (Python's) in it; the checks every
+    command passes. Returns (argv, the directory, exit status, stdout)."""
     files, argv, out_name = job
     d = tmp_path_factory.mktemp("job")
     work = d / "TMPDIR"
@@ -156,7 +176,7 @@ def test_hostile_inputs_exit_0_with_valid_output_or_2_with_one_line(tmp_path_fac
             rc = exc.code
     out, err = capsys.readouterr()
     lines = err.splitlines()
-    event(f"{argv[0]} exit {rc}")
+    event(f"{' '.join(argv[:2]) if argv[0] in ('metaeval', 'bleu2vec') else argv[0]} exit {rc}")
     assert rc in (0, 2), (args, err)
     assert "Traceback" not in err, err
     if rc == 2:
@@ -165,11 +185,123 @@ def test_hostile_inputs_exit_0_with_valid_output_or_2_with_one_line(tmp_path_fac
     assert not [p for p in d.rglob("*") if TEMP_MARK in p.name] and not list(work.iterdir()), "a temporary was left"
     if out_name in inputs:
         assert rc == 2, "an input was accepted as the output"
-    target = d / out_name if out_name else None
-    if rc == 0 and target is not None and target.is_file():
-        if target.suffix == ".parquet":
-            _finite_or_null(target)
-        elif target.suffix == ".nbest":
-            assert read_nbest(target).num_rows == len(target.read_text().splitlines())
-    if rc == 0 and argv[0] == "corpus":
-        assert out.strip()
+    return argv, d, rc, out
+
+
+# ---- tune, mbr, metaeval judged, bleu2vec train ------------------------------------------------
+
+MORE_EXAMPLES = 200 if os.environ.get("KBEST_BLEU_EXHAUSTIVE") else 24
+# option values: ordinary, then hostile (NaN, infinities, out of range, not a number)
+OPTION = st.sampled_from([None] * 24 + ["nan", "inf", "-inf", "-1", "0", "1e400", "x", ""])
+
+
+def _number(text: bytes) -> "float | None":
+    return float(text) if _float(text) else None
+
+
+def _parquet(columns: dict) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(pa.table(columns), sink)
+    return sink.getvalue()
+
+
+def _option(draw, name: str, ordinary: str) -> list:
+    value = draw(OPTION)
+    return [name, ordinary if value is None else value]
+
+
+def _hostile_file(draw, data: bytes) -> bytes:
+    """``data``, else truncated or empty now and then."""
+    return data[:draw(st.integers(0, 20))] if draw(st.integers(0, 5)) == 0 else data
+
+
+@st.composite
+def more_jobs(draw):
+    """(files, argv, output name or None) of tune, mbr, metaeval judged or bleu2vec train."""
+    data = draw(rows())
+    kind = draw(st.sampled_from(["tune", "mbr", "judged", "bleu2vec"]))
+    target = draw(st.sampled_from(["out"] * 5 + ["same", "refs", "dir/"]))
+    files = {"ref.txt": _hostile_file(draw, b"".join(r + b"\n" for _, _, r, *_ in data))}
+    ids = pa.array([i // 2 for i in range(len(data))], pa.int64())
+    texts = {"hypothesis": pa.array([h.decode("utf-8", "replace") for _, h, *_ in data], pa.string()),
+             "references": pa.array([[r.decode("utf-8", "replace")] for _, _, r, *_ in data], pa.list_(pa.string()))}
+    if kind == "tune":
+        if draw(st.booleans()):  # n-best text and its references
+            files["in.nbest"] = _hostile_file(draw, _serialize("nbest", data, False))
+            src, refs, score = "in.nbest", ["-r", "{ref.txt}"], []
+        else:  # parquet: dense features with NaN, infinities, huge values, model scores
+            files["in.parquet"] = _parquet({"segment_id": ids, **texts,
+                                            "features": pa.array([[_number(f), 1.0] for *_, f, _ in data],
+                                                                 pa.list_(pa.float64())),
+                                            "model_score": pa.array([_number(x) for *_, x in data], pa.float64())})
+            src, refs, score = "in.parquet", [], ["--score-col", "model_score"] if draw(st.booleans()) else []
+        argv = ["tune", "{%s}" % src, *refs, *score, "--method", draw(st.sampled_from(["mira", "pro", "ebleu"])),
+                "-t", "none", "--epochs", "2"]
+        if draw(st.integers(0, 2)) == 0:  # option values too (argparse takes the last --epochs)
+            argv += [*_option(draw, "--epochs", "2"), *_option(draw, "--c", "0.01"), *_option(draw, "--lam", "1"),
+                     *_option(draw, "--init", "0.5,0.5")]
+        return files, argv, None
+    if kind == "mbr":
+        fmt = draw(st.sampled_from(["tsv", "jsonl", "nbest", "parquet"]))
+        src = f"in.{fmt}"
+        files[src] = _hostile_file(draw, _parquet({"segment_id": ids, **texts, "model_score": pa.array(
+            [_number(x) for *_, x in data], pa.float64())}) if fmt == "parquet" else _serialize(fmt, data, False))
+        out = {"out": "out.parquet", "same": src, "refs": "ref.txt", "dir/": "dir/"}[target]
+        score = ["--score-col", "model_score"] if fmt in ("parquet", "nbest") and draw(st.booleans()) else []
+        extra = (["--aggregate"] if draw(st.booleans()) else []) + (["-r", "{ref.txt}"] if fmt == "nbest" else [])
+        return files, ["mbr", "{%s}" % src, "-o", "{%s}" % out, "-q", "-t", "none", *score, *extra,
+                       "--utility", draw(st.sampled_from(["bleu", "chrf"])),
+                       *_option(draw, "--temperature", "1")], out
+    if kind == "judged":
+        columns = {"lp": pa.array(["de-en"] * len(data)), "segment_id": ids,
+                   "system": pa.array([f"s{i % 2}" for i in range(len(data))]),
+                   "m": pa.array([_number(f) for *_, f, _ in data], pa.float64()),
+                   "h": pa.array([_number(x) for *_, x in data], pa.float64())}
+        if draw(st.integers(0, 4)) == 0:  # a missing column
+            del columns[draw(st.sampled_from(sorted(columns)))]
+        files["table.parquet"] = _hostile_file(draw, _parquet(columns))
+        judge = ["--human", "h"]
+        if draw(st.booleans()):
+            files["pairs.parquet"] = _hostile_file(draw, _parquet(
+                {"lp": pa.array(["de-en"] * len(data)), "segment_id": ids,
+                 "better_system": pa.array(["s0"] * len(data)), "worse_system": pa.array(["s1"] * len(data))}))
+            judge = ["--pairs", "{pairs.parquet}"]
+        style = ["--wmt-style", *_option(draw, "--n-perm", "5"), *_option(draw, "--pval", "0.05")] \
+            if draw(st.booleans()) else [*_option(draw, "--n-boot", "5"), *_option(draw, "--level", "0.9")]
+        return files, ["metaeval", "judged", "{table.parquet}", "--metric", "m", *judge, *style,
+                       *_option(draw, "--seed", "1")], None
+    # bleu2vec train: a tiny corpus of hypotheses, plain or gzip (truncated now and then)
+    corpus = b"the cat sat on the mat\n" + b"".join(h + b"\n" for _, h, *_ in data)  # a sentence at least
+    name = "corpus.txt.gz" if draw(st.booleans()) else "corpus.txt"
+    files[name] = _hostile_file(draw, gzip.compress(corpus) if name.endswith(".gz") else corpus)
+    out = {"out": "model", "same": name, "refs": "ref.txt", "dir/": "dir/"}[target]
+    return files, ["bleu2vec", "train", "{%s}" % name, "-o", "{%s}" % out, "-q", "--vector-size", "4",
+                   "--workers", "1", *_option(draw, "--epochs", "1"),
+                   "--orders", draw(st.sampled_from(["1"] * 4 + ["1,2"] * 2 + ["0", "1,99", "x"])),
+                   "--min-counts", draw(st.sampled_from(["1,1"] * 6 + ["nan,1", "-1,1", "1e400,1", "1"]))], out
+
+
+def _finite_json(text: str) -> None:
+    """Every number of tune's JSON finite (json writes NaN and Infinity, and reads them back)."""
+    def refuse(name):
+        raise AssertionError(f"tune printed {name}")
+    json.loads(text, parse_constant=refuse)
+
+
+@settings(max_examples=MORE_EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(job=more_jobs())
+def test_hostile_inputs_to_tune_mbr_judged_and_bleu2vec_train(tmp_path_factory, capsys, job):
+    argv, d, rc, out = _drive(tmp_path_factory, capsys, job)
+    if rc != 0:
+        return
+    if argv[0] == "tune":
+        _finite_json(out)
+    elif argv[0] == "mbr":
+        _finite_or_null(d / job[2], ("mbr_utility",))
+    elif argv[0] == "metaeval":  # tables of numbers: an undefined statistic is a dash, never nan/inf
+        assert not re.search(r"\b(nan|inf)\b", out, re.IGNORECASE), out
+    else:
+        from kbest_bleu.metrics.bleu2vec.models import _read_word2vec
+        models = sorted((d / job[2]).iterdir())
+        assert models and all(np.isfinite(_read_word2vec(m)[1]).all() for m in models)
