@@ -3,6 +3,7 @@ joined into strings, and against NLTK's sentence_bleu loop, on the issue's rando
 
     python benchmarks/bench_token_ids.py                 # every batch, medians of --repeats
     python benchmarks/bench_token_ids.py --quick         # fewer repeats, smaller NLTK sample
+    python benchmarks/bench_token_ids.py --batches 1     # the first batch only (256 x 1,024), then 64 x 64
 
 Batches (seeded): ids Zipf-like over a vocabulary of 32,000 (1-based: 0 is the pad id); each
 hypothesis is a reference of 80-100% of the row length with ~30% of its tokens replaced, then
@@ -17,7 +18,8 @@ machine). Rows:
 - ``NLTK``: ``sentence_bleu`` per row on integer lists (method2), on a seeded sample of rows,
   extrapolated to the batch (said so in the table).
 
-The 64 x 64 row also splits one call into its parts (conversion, counting, scoring) by CPU time.
+The 64 x 64 row also splits one call into its parts by CPU time (conversion, scoring, and the
+rest: counting and the glue between), and times the reusable scorer (``TokenBleuScorer``: references converted once).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import time
 import numpy as np
 
 from kbest_bleu.bleu import score_kbest, sentence_scores
-from kbest_bleu.token_ids import token_bleu, token_config, token_ngram_stats, token_rows
+from kbest_bleu.token_ids import TokenBleuScorer, token_bleu, token_config, token_ngram_stats, token_rows
 
 PAD = 0
 VOCAB = 32000
@@ -142,9 +144,10 @@ def small_call_parts(repeats: int) -> dict:
     out = {}
     out["call"], out["call_cpu"] = timed(lambda: token_bleu(hyp, ref, pad_id=PAD, compat="moses"), repeats)
     out["rows"] = timed(lambda: (token_rows(hyp, PAD), token_rows(ref, PAD)), repeats)[1]
-    out["stats"] = timed(lambda: token_ngram_stats(hyp, ref, pad_id=PAD, config=cfg), repeats)[1]
-    stats = token_ngram_stats(hyp, ref, pad_id=PAD, config=cfg)
+    stats = token_ngram_stats(hyp, ref, pad_id=PAD, config=cfg)  # (counted to order 5: the call counts 4)
     out["scores"] = timed(lambda: sentence_scores(stats, cfg), repeats)[1]
+    scorer = TokenBleuScorer(ref, pad_id=PAD, config=cfg)
+    out["scorer"], out["scorer_cpu"] = timed(lambda: scorer(hyp), repeats)
     return out
 
 
@@ -153,6 +156,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=11)
     ap.add_argument("--quick", action="store_true", help="3 repeats, NLTK on 32 rows")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--batches", default="1,2,3,4", help="which batches, 1-based, comma-separated (1: 256 x 1,024)")
     args = ap.parse_args()
     repeats = 3 if args.quick else args.repeats
     nltk_rows = 32 if args.quick else 64
@@ -163,7 +167,8 @@ def main() -> None:
     print(f"| batch | token_bleu {args.threads} threads | 1 thread (CPU) | text path (join incl.) | join alone "
           f"| NLTK loop | x text | x NLTK | same as text |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, n, length, n_refs, group in batches:
+    wanted = [batches[int(i) - 1] for i in args.batches.split(",")]
+    for name, n, length, n_refs, group in wanted:
         r = run_batch(name, n, length, n_refs, group, repeats, nltk_rows, args.threads)
         best = r[f"ours_{args.threads}t"]
         print(f"| {name} | {best * 1e3:.1f} ms | {r['ours_1t'] * 1e3:.1f} ms ({r['ours_1t_cpu'] * 1e3:.1f}) | "
@@ -172,8 +177,9 @@ def main() -> None:
               f"{r['same_as_text']} |", flush=True)
     s = small_call_parts(max(201, 20 * repeats))
     print(f"\n64 x 64, 1 ref, one thread, per call: {s['call'] * 1e6:.0f} us wall, {s['call_cpu'] * 1e6:.0f} us CPU = "
-          f"conversion {s['rows'] * 1e6:.0f} + counting {(s['stats'] - s['rows']) * 1e6:.0f} + scoring "
-          f"{s['scores'] * 1e6:.0f} + the rest (us of CPU, medians)")
+          f"conversion {s['rows'] * 1e6:.0f} + scoring {s['scores'] * 1e6:.0f} + counting and the rest "
+          f"{(s['call_cpu'] - s['rows'] - s['scores']) * 1e6:.0f} (us of CPU, medians); the reusable scorer: "
+          f"{s['scorer'] * 1e6:.0f} us wall, {s['scorer_cpu'] * 1e6:.0f} us CPU")
 
 
 if __name__ == "__main__":

@@ -15,12 +15,15 @@ from typing import Optional
 __all__ = ["BATCH_BYTES", "COLD_NUMPY_ENGINE_BYTES", "ENVIRONMENT", "FORMAT_BATCH_ROWS", "MAX_PAIRS_PER_CHUNK",
            "MAX_RESAMPLE_CELLS", "MAX_ROW_BYTES", "MMAP_THRESHOLD", "NUMPY_ENGINE_BYTES", "PROGRAM_SETS",
            "RUNS_PER_THREAD", "SMALL_JOB_BYTES", "SMOOTHING_CHUNK_ROWS", "STALE_TEMPORARY_S", "TEXT_BLOCK_BYTES",
-           "TRIM_THRESHOLD", "aot_enabled", "cache_home", "data_dir", "numba_cache_dir", "numba_threads", "spm_model",
-           "text_block_bytes"]
+           "TOKEN_PARALLEL_IDS", "TRIM_THRESHOLD", "aot_enabled", "cache_home", "data_dir", "numba_cache_dir",
+           "numba_threads", "spm_model", "text_block_bytes"]
 
 # --- size thresholds (benchmarks/RESULTS.md has the measurements behind each) ---
 # below this many input bytes a job runs on the calling thread alone (a parallel launch costs more)
 SMALL_JOB_BYTES = 1 << 16
+# token ids (kbest_bleu.token_ids): below this many ids, hypotheses plus references, a call counts
+# on the calling thread (the same kernel, one run); from it on, runs of segments go to a thread pool
+TOKEN_PARALLEL_IDS = 1 << 14
 # below this many bytes of hypothesis and reference text, a whole job is faster on the numpy
 # engine than with numba's fixed cost (benchmarks/RESULTS.md, "Engines")
 NUMPY_ENGINE_BYTES = 4 << 20

@@ -73,8 +73,9 @@ def _geometric(p: np.ndarray, include: np.ndarray, w: np.ndarray, renormalize: b
             k += include[:, n]
         with np.errstate(divide="ignore"):
             s = w[0] * np.log(prod)
-        small = np.flatnonzero(prod < np.finfo(np.float64).tiny)
-        s[small] = _weighted_log_sum(p[small], include[small], w)
+        small = np.flatnonzero(prod < _TINY)
+        if small.size:  # skipped when empty: ~10 numpy calls, a fifth of a small batch's scoring
+            s[small] = _weighted_log_sum(p[small], include[small], w)
         total = w[0] * k
     return np.exp(_div(s, total) if renormalize else s)
 

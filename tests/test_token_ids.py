@@ -17,6 +17,7 @@ from nltk.translate.bleu_score import SmoothingFunction
 from nltk.translate.bleu_score import sentence_bleu as nltk_sentence_bleu
 
 import kbest_bleu.token_ids as T
+from kbest_bleu import settings
 from kbest_bleu.bleu import corpus_bleu, corpus_score, score_kbest
 from kbest_bleu.config import BleuConfig
 from kbest_bleu.errors import InputError
@@ -109,7 +110,7 @@ def test_long_rows_and_many_threads(monkeypatch):
     hyp = rng.integers(0, 50, (40, 300))
     ref = np.where(rng.random((40, 300)) < 0.7, hyp, rng.integers(0, 50, (40, 300)))
     one = token_ngram_stats(hyp, ref)
-    monkeypatch.setattr(T, "_PARALLEL_IDS", 0)
+    monkeypatch.setattr(settings, "TOKEN_PARALLEL_IDS", 0)
 
     @contextlib.contextmanager
     def three(_n):

@@ -39,7 +39,7 @@ from ..errors import InputError, install_extra
 from ..files.output import atomic_output, check_output
 from ..files.references import Columns
 from ..stats import ngram_stats, segment_argmax
-from .stream import COMPRESSIONS, Summary, Tally, output_schema, score_batches, score_columns
+from .stream import COMPRESSIONS, Summary, Tally, is_id_lists, output_schema, score_batches, score_columns
 
 __all__ = ["META_FILE", "score_dataframe", "score_parquet_spark", "segment_summary"]
 
@@ -111,13 +111,23 @@ def _with_tally(batch: pa.RecordBatch, tally: Optional[bytes]) -> pa.RecordBatch
     return batch.append_column(TALLY, pa.array(values, pa.binary()))
 
 
+def _job_config(df, cfg: BleuConfig, columns: Columns) -> BleuConfig:
+    """``cfg``, or for token-id hypotheses (list<int>) ``cfg`` under tokenize='none'
+    (:func:`kbest_bleu.token_ids.token_config`: ids are tokens already), as the single-machine
+    job scores them; decided on the driver, from the schema."""
+    if columns.hypothesis in df.columns and is_id_lists(_arrow_schema(df.select(columns.hypothesis).schema)[0].type):
+        from ..token_ids import token_config
+        return token_config(cfg)
+    return cfg
+
+
 def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = Columns(), stats: bool = False,
                     smoothings: Sequence = (), metrics: Sequence = ()):
     """A Spark DataFrame with every input column plus ``bleu`` (plus ``bleu_s<n>`` per extra
     smoothing, and statistics with ``stats``). Same kernels and same output schema as
     :func:`kbest_bleu.batch.parquet.score_parquet`. Rows in input order: by input file name,
     then by position in the file (the module text)."""
-    scored = _scored(df, config or BleuConfig(), columns, stats, smoothings, metrics)
+    scored = _scored(df, _job_config(df, config or BleuConfig(), columns), columns, stats, smoothings, metrics)
     return scored.orderBy(FILE, ROW).drop(FILE, ROW, TALLY)
 
 
@@ -202,6 +212,7 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
     try:
         with atomic_output(dst, [src], "-o", directory=True) as tmp:
             df = spark.read.parquet(str(src))
+            cfg = _job_config(df, cfg, columns)
             # persisted: the write (and its sort's sampling) and the tallies read the rows scored once
             scored = _scored(df, cfg, columns, stats, smoothings, metrics).persist()
             try:

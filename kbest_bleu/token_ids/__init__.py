@@ -41,6 +41,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .. import settings
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..errors import InputError
@@ -50,8 +51,6 @@ from ._inputs import reference_rows, rows
 __all__ = ["TokenBleuScorer", "pairwise_token_bleu", "segment_token_stats", "self_token_bleu", "token_bleu",
            "token_config", "token_ngram_stats", "token_rows"]
 
-# below this many ids (hypotheses + references) one thread counts: a parallel launch costs more
-_PARALLEL_IDS = 1 << 14
 # runs of segments per thread, handed out as threads come free
 _RUNS_PER_THREAD = 4
 # segments of one kernel run at most (its table stamps count segments x 32 orders below 2**31)
@@ -111,11 +110,6 @@ def _counted_orders(configs: tuple, stats_wanted: bool) -> tuple[int, int]:
     if stats_wanted or any(c.smoothing in (5, 7) for c in configs):
         return n_cols, n_cols
     return n_cols, max(c.counted_order for c in configs)
-
-
-def _policy(cfg: BleuConfig) -> int:
-    from . import _kernels as k
-    return {"closest": k.CLOSEST, "shortest": k.SHORTEST, "average": k.AVERAGE}[cfg.ref_length]
 
 
 def _out_dtype(dtype: Any) -> np.dtype:
@@ -202,10 +196,10 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     totals = np.zeros((n_cols, n_out), np.int32).T
     hyp_len, ref_len = np.zeros(n_out, np.int32), np.zeros(n_out, np.int32)
     n_ids = tok.size + ref_tok.size
-    policy = _policy(configs[0])
-    n_vocab = _direct_vocab(ref_tok)
+    policy = getattr(k, configs[0].ref_length.upper())  # k.CLOSEST, k.SHORTEST or k.AVERAGE
+    n_vocab = _direct_vocab(ref_tok, k)
     n_threads = 1
-    if n_ids >= _PARALLEL_IDS and len(segs) > 1:
+    if n_ids >= settings.TOKEN_PARALLEL_IDS and len(segs) > 1:
         with threads_for(8 * n_ids) as n_threads:  # the package's thread count for a job this size
             pass
     cut = _thread_cut(hyp_ptr, ref_ptr, segs, n_threads * _RUNS_PER_THREAD if n_threads > 1 else 1)
@@ -221,13 +215,14 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     return BleuStats(matches, totals, hyp_len, ref_len)
 
 
-def _direct_vocab(ref_tok: np.ndarray) -> int:
+def _direct_vocab(ref_tok: np.ndarray, k: Any) -> int:
     """The size of the direct id table for these references, or 0 for the hashed one: direct when
     every reference id is in 0..V-1 with V small next to the batch (no table proportional to a
-    vocabulary the batch does not use: a large or sparse id range takes the hashed path)."""
+    vocabulary the batch does not use: a large or sparse id range takes the hashed path).
+    ``k``: the kernels module."""
     if ref_tok.size == 0:
         return 0
-    lo, hi = int(ref_tok.min()), int(ref_tok.max())
+    lo, hi = k.id_range(ref_tok)
     return hi + 1 if lo >= 0 and hi < min(max(_DIRECT_IDS, _DIRECT_PER_ID * ref_tok.size), _DIRECT_MAX) else 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import array
 import itertools
 import numbers
+from functools import lru_cache
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -74,8 +75,15 @@ def _padded_rows(arr: np.ndarray, pad: Optional[int], what: str) -> tuple[np.nda
 
 def _fits(pad: int, dtype: np.dtype) -> bool:
     """Whether ``pad`` is a value of ``dtype`` (a pad outside its range can occur nowhere)."""
+    lo, hi = _int_range(dtype)
+    return lo <= pad <= hi
+
+
+@lru_cache(maxsize=None)
+def _int_range(dtype: np.dtype) -> tuple[int, int]:
+    """(min, max) of an integer dtype, memoized: np.iinfo costs ~1 us, a part of a small batch's call."""
     info = np.iinfo(dtype)
-    return info.min <= pad <= info.max
+    return int(info.min), int(info.max)
 
 
 def _drop_pad(ids: np.ndarray, ptr: np.ndarray, pad: Optional[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -217,7 +217,7 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
         for h in range(h0, h1):
             a, b = hyp_ptr[h], hyp_ptr[h + 1]
             dup[h - h0] = -1
-            if dedupe:
+            if dedupe and nh > 1:  # a segment of one hypothesis has no duplicate to find
                 hh = _row_hash(tok, a, b)
                 e = _slot(hh, rshift)
                 while (rows[2 * e + 1] >> 32) == seg_stamp:
@@ -418,3 +418,15 @@ def compress_rows(x, pad, flat, ptr):
                 k += 1
         ptr[i + 1] = k
     return k
+
+
+@njit(cache=True, nogil=True)
+def id_range(ids):
+    """(min, max) of a non-empty int64 array in one pass, where numpy takes two calls (~2 us each
+    on a small batch's references)."""
+    lo = hi = ids[0]
+    for i in range(1, ids.size):
+        t = ids[i]
+        lo = min(lo, t)
+        hi = max(hi, t)
+    return lo, hi

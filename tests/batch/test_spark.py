@@ -183,3 +183,36 @@ def test_spark_row_order_follows_file_names_and_compression_option(spark, tmp_pa
     assert got["bleu"].to_pylist() == score_table(both)["bleu"].to_pylist()
     assert summary.rows == both.num_rows and summary.segments == 403
     assert {_codecs(p) for p in out.glob("part-*.parquet")} == {"SNAPPY"}
+
+
+def test_spark_scores_token_id_columns_as_token_bleu(spark, tmp_path):
+    """Token ids (issue 35): list<int64> hypotheses and list<list<int64>> references through the
+    Spark engine (the default config, as --engine spark passes it) score as token_bleu in this
+    process and as the text path on the ids written as tokens; the signature says tok:none."""
+    from kbest_bleu.batch.spark import META_FILE, score_parquet_spark
+    from kbest_bleu.token_ids import token_bleu
+    rng = np.random.default_rng(35)
+    big = np.array([-(1 << 63), (1 << 63) - 1, -5, 1 << 40])  # any int64 is an id
+    hyps, refs, seg = [], [], []
+    for s in range(60):
+        entry = [rng.integers(0, 12, rng.integers(0, 15)).tolist() for _ in range(rng.integers(1, 4))]
+        entry[0] += big[rng.integers(0, 4, 2)].tolist()
+        for _ in range(rng.integers(1, 6)):  # K varies per segment
+            h = rng.choice(entry[0], rng.integers(0, 20)).tolist() if entry[0] else []
+            hyps.append(h + rng.integers(0, 12, rng.integers(0, 3)).tolist())
+            refs.append(entry)
+            seg.append(s)
+    table = pa.table({"segment_id": seg, "hypothesis": pa.array(hyps, pa.list_(pa.int64())),
+                      "references": pa.array(refs, pa.list_(pa.list_(pa.int64())))})
+    pq.write_table(table, tmp_path / "ids.parquet")
+    out = tmp_path / "out"
+    summary = score_parquet_spark(str(tmp_path / "ids.parquet"), str(out), kb.BleuConfig(), stats=True, spark=spark)
+    got = pq.read_table(out)
+    assert got["segment_id"].to_pylist() == seg and got["hypothesis"].to_pylist() == hyps
+    want = token_bleu(hyps, refs)
+    assert np.array_equal(got["bleu"].to_numpy(), want) and 0 < want.mean() < 1
+    text = kb.score_kbest([" ".join(f"t{t}" for t in h) for h in hyps],
+                          [[" ".join(f"t{t}" for t in r) for r in e] for e in refs], seg, tokenize="none")
+    assert np.array_equal(got["bleu"].to_numpy(), text)
+    assert summary.rows == len(hyps) and summary.segments == 60
+    assert "tok:none" in json.loads((out / META_FILE).read_text())["kbest_bleu.signature"]
