@@ -77,11 +77,12 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
 
 
 def _cmd_convert(a: argparse.Namespace) -> int:
-    import pyarrow.parquet as pq
+
+    import shutil
 
     from ..batch.parquet import read_parquet_table
-    from ..files.nbest import read_nbest, write_nbest
-    from ..files.output import atomic_output, check_output
+    from ..files.nbest import nbest_to_parquet, write_nbest
+    from ..files.output import atomic_output, check_output, temporary_directory
     src, dst = Path(a.input), Path(a.output)
     check_output(dst, [src, *(a.refs or ())], "output")  # before reading: convert X X must not destroy X
     if a.to or a.format or a.nbest_size or a.score_field or src.suffix != ".parquet":
@@ -98,10 +99,12 @@ def _cmd_convert(a: argparse.Namespace) -> int:
     if src.suffix == ".parquet":
         write_nbest(read_parquet_table(src, "convert IN"), dst, [src], "output")
     else:
-        table = read_nbest(src, a.refs or (), "convert IN")
-        # an open file, not a path: pyarrow deletes a path it failed to write (a device node too)
-        with atomic_output(dst, [src, *(a.refs or ())], "output") as tmp, open(tmp, "wb") as sink:
-            pq.write_table(table, sink, compression="zstd")
+        # streamed into a work file (memory: one batch), then copied through the output guard
+        with temporary_directory() as tmp:
+            work = Path(tmp) / "table.parquet"
+            nbest_to_parquet(src, work, reference_paths=a.refs or (), option="convert IN", codec="zstd")
+            with atomic_output(dst, [src, *(a.refs or ())], "output") as out:
+                shutil.copyfile(work, out)
     print(f"wrote {dst}", file=sys.stderr)
     return 0
 

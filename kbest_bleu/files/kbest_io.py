@@ -211,17 +211,17 @@ def segments(path: "str | os.PathLike", columns: Sequence[str], segment: str = "
         yield current, rows
 
 
-def write_batches(batches: Iterable[pa.RecordBatch], dst: "str | os.PathLike") -> int:
+def write_batches(batches: Iterable[pa.RecordBatch], dst: "str | os.PathLike", codec: str = "lz4") -> int:
     """Write record batches (all of one schema, at least one) to the parquet file ``dst`` as they
-    come (memory: one batch); returns the number of rows. ``dst`` is a work file (no output
-    guard): commands write their outputs through the guard."""
+    come (memory: one batch), compressed with ``codec``; returns the number of rows. ``dst`` is a
+    work file (no output guard): commands write their outputs through the guard."""
     import pyarrow.parquet as pq
 
     rows, writer = 0, None
     try:
         for batch in batches:
             if writer is None:
-                writer = pq.ParquetWriter(dst, batch.schema, compression="lz4")
+                writer = pq.ParquetWriter(dst, batch.schema, compression=codec)
             writer.write_batch(batch)
             rows += batch.num_rows
     finally:

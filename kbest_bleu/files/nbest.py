@@ -200,19 +200,20 @@ def read_nbest(path: "str | os.PathLike", reference_paths: Sequence[str] = (), o
 
 
 def nbest_to_parquet(path: "str | os.PathLike", dst: "str | os.PathLike", compression: Optional[str] = None, *,
-                     option: str = "input", batch_rows: Optional[int] = None, batch_bytes: Optional[int] = None) -> int:
-    """Write an n-best text file to the parquet work file ``dst`` batch by batch (:class:`NbestBatches`);
-    returns the number of rows. When a feature first appears after the first batch, ``dst`` is
-    written again from itself with the lists padded (parquet to parquet, batch by batch)."""
+                     reference_paths: Sequence[str] = (), refs_option: str = "--refs", option: str = "input",
+                     batch_rows: Optional[int] = None, batch_bytes: Optional[int] = None, codec: str = "lz4") -> int:
+    """Write an n-best text file (plus optional reference files, as :class:`NbestBatches`) to the
+    parquet work file ``dst`` batch by batch, compressed with ``codec``; returns the number of
+    rows. When a feature first appears after the first batch, ``dst`` is written again from
+    itself with the lists padded (parquet to parquet, batch by batch)."""
     import pyarrow.parquet as pq
 
-    reader = NbestBatches(path, option=option, compression=compression, batch_rows=batch_rows,
-                          batch_bytes=batch_bytes)
-    rows = write_batches(reader, dst)
+    reader = NbestBatches(path, reference_paths, option, refs_option, compression, batch_rows, batch_bytes)
+    rows = write_batches(reader, dst, codec)
     if pq.read_schema(dst).metadata[META_FEATURES] != reader.metadata()[META_FEATURES]:
         padded = Path(f"{dst}.padded")
         try:
-            write_batches((reader.dense(b) for b in pq.ParquetFile(dst).iter_batches()), padded)
+            write_batches((reader.dense(b) for b in pq.ParquetFile(dst).iter_batches()), padded, codec)
             os.replace(padded, dst)
         finally:
             padded.unlink(missing_ok=True)

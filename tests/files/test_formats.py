@@ -463,3 +463,26 @@ def test_a_million_rows_are_read_in_bounded_memory(tmp_path, fmt):
         src.unlink()
     assert peaks[1_000_000] - peaks[250_000] < 24, peaks
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+def test_convert_nbest_to_parquet_streams_the_rows_written(tmp_path):
+    """convert n-best text + references -> parquet (streamed through a work file, zstd): every row
+    as written, sparse features padded with zeros, each segment's references on its rows."""
+    import pyarrow.parquet as pq
+
+    from kbest_bleu.cli import main
+    rows = [(s, f"hyp {s} {k} \"q\"", {"lm": -1.5 * k, **({"tm": 0.25 * s} if k % 2 else {})}, -0.5 * s - k)
+            for s in range(4) for k in range(3)]
+    lines = [f"{s} ||| {h} ||| {' '.join(f'{n}= {v!r}' for n, v in f.items())} ||| {sc!r}" for s, h, f, sc in rows]
+    (tmp_path / "k.nbest").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    refs = [f"ref of {s}" for s in range(4)]
+    (tmp_path / "ref.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    assert main(["convert", str(tmp_path / "k.nbest"), str(tmp_path / "k.parquet"), "-r", str(tmp_path / "ref.txt")]) == 0
+    t = pq.read_table(tmp_path / "k.parquet")
+    assert pq.ParquetFile(tmp_path / "k.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
+    assert t["segment_id"].to_pylist() == [s for s, *_ in rows]
+    assert t["rank"].to_pylist() == [k for _ in range(4) for k in range(3)]
+    assert t["hypothesis"].to_pylist() == [h for _, h, _, _ in rows]
+    assert t["feature_values"].to_pylist() == [[f["lm"], f.get("tm", 0.0)] for _, _, f, _ in rows]
+    assert t["model_score"].to_pylist() == [sc for *_, sc in rows]
+    assert t["references"].to_pylist() == [[refs[s]] for s, *_ in rows]
