@@ -1,11 +1,11 @@
 """The WMT-style meta-evaluation (docs/metaeval.md, "Today's statistics") of every judged table in
-../shared/data: sentence BLEU under smoothings 0-7, Meteor exact, Parmesan (into English), BLEU2VEC
-(given trained models) and chrF (when kbest_bleu.metrics.chrf offers it), scored here, then
-kbest_bleu.research.wmt_style: segment acc23 with tie calibration + pairwise-permutation clusters,
-system soft pairwise accuracy / pairwise accuracy + PERM-BOTH clusters.
+../shared/data: sentence BLEU under smoothings 0-7, chrF and chrF++ (sacrebleu's defaults), Meteor
+exact, Parmesan and BLEU2VEC (into English, given their table / trained English models), scored
+here, then kbest_bleu.research.wmt_style: segment acc23 with tie calibration + pairwise-permutation
+clusters, system soft pairwise accuracy / pairwise accuracy + PERM-BOTH clusters.
 
     python scripts/wmt_style_metaeval.py [--data DIR] [--k 1000] [--system-k 1000]
-        [--bleu2vec-models DIR] [--parmesan-table TSV] [--chrf] [--only wmt22,wmt15,...] [-o OUT.md]
+        [--bleu2vec-models DIR] [--parmesan-table TSV] [--no-chrf] [--only wmt22,wmt15,...] [-o OUT.md]
 
 Data sets and what "segment level" means in each:
 - WMT22 zh-en MQM (15 rated systems, refA as the reference, references excluded as systems):
@@ -17,7 +17,8 @@ Data sets and what "segment level" means in each:
 - WMT13 pairwise preferences (wmt13_rr_pairs, human ties removed): acc23 per segment; system
   level as WMT12.
 Sentence BLEU: sacrebleu conventions (13a, case kept, effective order; zh tokenizer into Chinese);
-system scores are means of segment scores. Meteor / Parmesan / BLEU2VEC read 13a tokens.
+system scores are means of segment scores. Meteor / Parmesan / BLEU2VEC read 13a tokens; chrF
+(char order 6, beta 2) and chrF++ (word order 2) read the raw text, as sacrebleu's CHRF.
 """
 
 from __future__ import annotations
@@ -51,18 +52,14 @@ def _normalized(strings: pa.Array) -> pa.Array:
                           pa.scalar(" ", pa.large_string()))
 
 
-def _chrf():
-    """chrF's segment scorer if kbest_bleu.metrics.chrf is there and survives a probe in a child
-    process (it is being written: a crash there must not end this run)."""
-    import subprocess
-    probe = ("import numpy as np; from kbest_bleu.metrics.chrf import chrf_segments; "
-             "r = chrf_segments(['a cat sat .', 'the cat'], [['the cat sat .']], np.array([0, 2])); "
-             "assert 0 < r.score[0] <= 1")
-    if subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode != 0:
-        print("chrF: kbest_bleu.metrics.chrf is missing or failed a probe; left out", file=sys.stderr)
-        return None
-    from kbest_bleu.metrics.chrf import chrf_segments
-    return lambda hyps, refs, seg_ptr: chrf_segments(hyps, refs, seg_ptr).score
+CHRF = {"chrf": 0, "chrf++": 2}  # column: word order (sacrebleu's chrF2 and chrF2++)
+
+
+def _cached(cache: dict, key: str, make):
+    """One model per run: ``make()`` the first time only."""
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
 
 
 def score(t: pa.Table, opts) -> tuple[pa.Table, list]:
@@ -88,25 +85,22 @@ def score(t: pa.Table, opts) -> tuple[pa.Table, list]:
     names.append("meteor")
     if target == "en" and opts.parmesan_table:
         from kbest_bleu.metrics.parmesan.api import load_table, parmesan_segments
-        table = opts.parmesan_cache.setdefault("t", load_table(opts.parmesan_table))
+        table = _cached(opts.cache, "parmesan", lambda: load_table(opts.parmesan_table))
         res = parmesan_segments(hyps, refs13, seg_ptr, table, meteor_params("en"), analyzer="simplemma", lang="en")
         out = out.append_column("parmesan", pa.array(res.meteor.score))
         names.append("parmesan")
     if target == "en" and opts.bleu2vec_models:
         from kbest_bleu.metrics.bleu2vec.score import from_options
-        metric = opts.b2v_cache.setdefault("m", from_options(opts.bleu2vec_models, "corrected", tokenize="none"))
+        metric = _cached(opts.cache, "bleu2vec", lambda: from_options(opts.bleu2vec_models, "corrected", tokenize="none"))
         counts, c, r = metric.counts(hyps, refs13, seg_ptr)
         out = out.append_column("bleu2vec", pa.array(metric.scores(counts, c, r)))
         names.append("bleu2vec")
-    chrf = None
     if opts.chrf:
-        chrf = opts.chrf_cache["f"] if "f" in opts.chrf_cache else opts.chrf_cache.setdefault("f", _chrf())
-    if chrf is not None:
-        try:
-            out = out.append_column("chrf", pa.array(np.asarray(chrf(out["hypothesis"].combine_chunks(), refs, seg_ptr), float)))
-            names.append("chrf")
-        except Exception as exc:  # an interface still in the making: say so, go on without it
-            print(f"chrF not used for {lp}: {exc}", file=sys.stderr)
+        from kbest_bleu.metrics.chrf import chrf_segments
+        for name, word_order in CHRF.items():
+            res = chrf_segments(out["hypothesis"].combine_chunks(), refs, seg_ptr, word_order=word_order)
+            out = out.append_column(name, pa.array(res.score))
+            names.append(name)
     return out, names
 
 
@@ -215,12 +209,11 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--bleu2vec-models", default=None, help="BLEU2VEC model directory (kbest-bleu bleu2vec train)")
     p.add_argument("--parmesan-table", default=None, help="English Parmesan table (kbest-bleu parmesan build-table)")
-    p.add_argument("--chrf", action="store_true", help="add chrF (kbest_bleu.metrics.chrf; off: it was being "
-                                                       "written and crashed on real data when this ran)")
+    p.add_argument("--no-chrf", dest="chrf", action="store_false", help="leave chrF and chrF++ out")
     p.add_argument("--only", default="wmt22,wmt15,wmt17,wmt12,wmt13")
     p.add_argument("-o", "--output", default=None)
     opts = p.parse_args(argv)
-    opts.parmesan_cache, opts.b2v_cache, opts.chrf_cache = {}, {}, {}
+    opts.cache = {}
     data = Path(opts.data)
     runs = {"wmt22": lambda: wmt22(data, opts), "wmt15": lambda: da(data, opts, 15), "wmt17": lambda: da(data, opts, 17),
             "wmt12": lambda: wmt12(data, opts), "wmt13": lambda: wmt13(data, opts)}

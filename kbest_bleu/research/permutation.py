@@ -246,26 +246,36 @@ def spa_permutation_test(human, metric_a, metric_b, *, k: int = 1000, seed: int 
     return PermutationResult(float(hits.mean()), float(delta), k, null)
 
 
-def assign_ranks(sig: np.ndarray, pval: float = 0.05) -> list:
-    """Cluster ranks of metrics sorted by decreasing value from ``sig`` float[n, n], where sig[i, j]
-    (i < j) is the p-value that metric i beats metric j (mtme ``data.AssignRanks``)."""
+def _ranks(n: int, beats: Callable[[int, int], bool]) -> list:
+    """mtme ``data.AssignRanks`` over n metrics sorted by decreasing value: ``beats(j, i)`` (j < i)
+    is asked in order for the metrics j of the current rank only, and no further after a True."""
     ranks, current, start = [], 1, 0
-    for i in range(sig.shape[0]):
-        if (sig[start:i, i] <= pval).any():
+    for i in range(n):
+        if any(beats(j, i) for j in range(start, i)):
             current, start = current + 1, i
         ranks.append(current)
     return ranks
+
+
+def assign_ranks(sig: np.ndarray, pval: float = 0.05) -> list:
+    """Cluster ranks of metrics sorted by decreasing value from ``sig`` float[n, n], where sig[i, j]
+    (i < j) is the p-value that metric i beats metric j (mtme ``data.AssignRanks``)."""
+    return _ranks(sig.shape[0], lambda j, i: sig[j, i] <= pval)
 
 
 def significance_clusters(values: dict, p_value: Callable[[str, str], float], pval: float = 0.05
                           ) -> tuple[list, np.ndarray]:
     """WMT-style ranking: ``values`` {metric: statistic}; ``p_value(a, b)`` the p-value that a beats
     b. Returns ([(metric, value, rank)] by decreasing value, then name; sig float[n, n] with the
-    p-values above the diagonal)."""
+    p-values above the diagonal). Only the tests the ranking reads are run (those within the current
+    rank, until one rejects); the others are NaN in ``sig`` (each costs a permutation test)."""
     names = sorted(values, key=lambda n: (-values[n], n))
     sig = np.zeros((len(names), len(names)))
-    for i in range(len(names)):
-        for j in range(i + 1, len(names)):
-            sig[i, j] = p_value(names[i], names[j])
-    ranks = assign_ranks(sig, pval)
+    sig[np.triu_indices(len(names), 1)] = np.nan
+
+    def beats(j: int, i: int) -> bool:
+        sig[j, i] = p_value(names[j], names[i])
+        return bool(sig[j, i] <= pval)
+
+    ranks = _ranks(len(names), beats)
     return [(n, values[n], r) for n, r in zip(names, ranks)], sig

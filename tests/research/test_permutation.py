@@ -185,6 +185,36 @@ def test_significance_clusters_orders_and_ranks():
     assert sig[1, 2] == 0.4 and sig[2, 1] == 0
 
 
+
+def test_significance_clusters_runs_only_the_tests_the_ranks_read():
+    # against assign_ranks on the full p-value matrix: same ranks, and a test is run only for a pair
+    # within the current rank up to the first rejection (the rest stay NaN)
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(1, 9))
+        names = [f"m{i}" for i in range(n)]
+        values = dict(zip(names, rng.permutation(n) / n))
+        order = sorted(names, key=lambda x: -values[x])
+        full = np.triu(rng.choice([0.0, 0.01, 0.3, 0.9], size=(n, n)), 1)
+        asked = []
+
+        def p_value(a, b, order=order, full=full, asked=asked):
+            asked.append((order.index(a), order.index(b)))
+            return full[order.index(a), order.index(b)]
+        rows, sig = significance_clusters(values, p_value)
+        assert [r[2] for r in rows] == assign_ranks(full, 0.05)
+        want, start = [], 0
+        for i in range(n):
+            for j in range(start, i):
+                want.append((j, i))
+                if full[j, i] <= 0.05:
+                    start = i
+                    break
+        assert asked == want
+        done = np.zeros((n, n), bool)
+        done[tuple(np.array(want, int).reshape(-1, 2).T)] = True
+        assert np.array_equal(sig[done], full[done]) and np.isnan(sig[np.triu(~done, 1)]).all()
+
 def test_bad_inputs():
     with pytest.raises(InputError, match="statistic"):
         statistic("spearman", G)

@@ -1,13 +1,19 @@
 """The WMT-style table (kbest_bleu.research.wmt_style) and `kbest-bleu metaeval judged --wmt-style`
 on hand-built judged tables: the pivot to matrices, acc23 with tie calibration by brute force,
-SPA and accuracy against the (separately tested) system-level functions on hand-pivoted matrices."""
+SPA and accuracy against the (separately tested) system-level functions on hand-pivoted matrices;
+the chrF columns of scripts/wmt_style_metaeval.py against sacrebleu on real WMT22 rows."""
 
+import argparse
+import importlib.util
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from sacrebleu.metrics import CHRF
 
 from kbest_bleu.cli import main
 from kbest_bleu.errors import InputError
@@ -90,3 +96,30 @@ def test_cli_wmt_style_human_and_pairs(tmp_path, capsys):
     # m2: segment 0 A>B .1<.6 wrong, C>D .2<.3 wrong; 1 D>A .1<.5 wrong; 2 A>B .2<.3 wrong
     assert float(body["m2"][2]) == 0.0
     assert "SPA" in out and body["m1"][5] == "—"  # no segment-level human scores: no SPA
+
+
+def _script():
+    path = Path(__file__).resolve().parents[2] / "scripts" / "wmt_style_metaeval.py"
+    spec = importlib.util.spec_from_file_location("wmt_style_metaeval", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_script_chrf_columns_equal_sacrebleu(shared_data):
+    # WMT22 zh-en, 3 segments x 20 systems (references included), 2 references each: the script's
+    # chrF / chrF++ columns (one reference list per segment, best reference per row) against
+    # sacrebleu's CHRF.sentence_score on each row with its own references
+    t = pq.read_table(shared_data / "wmt22_zhen_mtme.parquet", filters=[("segment_id", "in", [3, 4, 5])],
+                      columns=["lp", "segment_id", "system", "hypothesis", "references"])
+    t = t.take(pc.sort_indices(t, [("system", "descending")]))  # the script must realign rows itself
+    opts = argparse.Namespace(chrf=True, parmesan_table=None, bleu2vec_models=None, cache={})
+    out, names = _script().score(t, opts)
+    assert {"chrf", "chrf++"} <= set(names) and out.num_rows == 60
+    rows = out.to_pylist()
+    assert len({len(r["references"]) for r in rows}) == 1 and len(rows[0]["references"]) == 2
+    for name, word_order in (("chrf", 0), ("chrf++", 2)):
+        ref = CHRF(word_order=word_order)
+        want = [ref.sentence_score(r["hypothesis"], r["references"]).score / 100 for r in rows]
+        assert np.allclose([r[name] for r in rows], want, rtol=0, atol=1e-12)
+    assert len({r["chrf"] for r in rows}) > 30  # real spread, not one value everywhere
