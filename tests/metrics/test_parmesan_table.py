@@ -6,7 +6,7 @@ import gzip
 import pytest
 
 from kbest_bleu.metrics.parmesan import cli, from_options
-from kbest_bleu.metrics.parmesan.table import build_table, read_meteor_pairs, read_synsets
+from kbest_bleu.metrics.parmesan.table import build_table, read_meteor_pairs, read_synsets, read_table
 
 METEOR = [("0.5", "cars", "automobiles"), ("0.2", "big", "large"), ("0.1", "the car", "an auto"),
           ("0.3", "Big", "big"), ("0.4", "big", "large"), ("0.05", "cars", "xqzzyvw")]
@@ -109,3 +109,20 @@ def test_simplemma_czech_under_meteors_language_code():
     from kbest_bleu.metrics.parmesan.analyze import analyze_words
     lemma, pos, known = analyze_words(pa.array(["klasická", "polohy"]), "simplemma", "cz")
     assert lemma.to_pylist() == ["klasický", "poloha"] and pos is None and known.all()
+
+
+@pytest.mark.parametrize("value, ok", [("1.158", True), ("0", True), ("-0.1", False), ("nan", False), ("inf", False)])
+def test_meteor_probabilities_above_one_are_read_bad_ones_refused(tmp_path, value, ok):
+    """Meteor 1.5's own paraphrase-en holds pivoted probabilities a little above 1 (1.158): they
+    are weights, read as they are; negative, NaN and infinite values are refused in one line."""
+    (tmp_path / "pairs.tsv").write_text(f"0.5\tcars\tautomobiles\n{value}\tbig\tlarge\n")
+    (tmp_path / "t.tsv").write_text(f"big\tlarge\t\tmeteor\t{value}\n")
+    from kbest_bleu.errors import InputError
+    if ok:
+        assert read_meteor_pairs(tmp_path / "pairs.tsv")[0].tolist() == [0.5, float(value)]
+        assert read_table(tmp_path / "t.tsv").ref[0] == "big"
+    else:
+        with pytest.raises(InputError, match="finite, non-negative"):
+            read_meteor_pairs(tmp_path / "pairs.tsv")
+        with pytest.raises(InputError, match="line 1: expected a finite, non-negative probability"):
+            read_table(tmp_path / "t.tsv")

@@ -126,8 +126,8 @@ def read_table(path: Union[str, Path], directed: bool = False,
             except ValueError:
                 raise InputError(f"paraphrase table {path} line {n}: expected a probability, "
                                  f"found {cols[4]!r}") from None
-            if not 0 <= prob <= 1:  # NaN too
-                raise InputError(f"paraphrase table {path} line {n}: expected a probability in [0, 1], "
+            if not 0 <= prob < np.inf:  # NaN too; Meteor's own paraphrase-en holds two values above 1
+                raise InputError(f"paraphrase table {path} line {n}: expected a finite, non-negative probability, "
                                  f"found {cols[4]!r}")
             if cols[3] in sources or (cols[3] == "both" and sources):
                 rows.append((cols[0], cols[1], cols[2], SOURCES.index(cols[3]), prob))
@@ -182,10 +182,11 @@ def read_meteor_pairs(path: Union[str, Path]) -> tuple[np.ndarray, pa.Array, pa.
         prob = pc.cast(prob_s, pa.float64()).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid as exc:
         raise InputError(f"build-table {path}: expected a probability per pair ({exc})") from None
-    bad = np.flatnonzero(~((prob >= 0) & (prob <= 1)))  # NaN fails both
+    # NaN fails both; not capped at 1: Meteor 1.5's paraphrase-en holds two pivoted values above 1 (1.158)
+    bad = np.flatnonzero(~((prob >= 0) & (prob < np.inf)))
     if bad.size:
         raise InputError(f"build-table {path}: pair {int(bad[0])} (from 0) has probability {prob[bad[0]]!r}; expected "
-                         "probabilities in [0, 1]")
+                         "finite, non-negative probabilities")
     return prob, w1, w2
 
 
