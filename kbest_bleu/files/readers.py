@@ -269,7 +269,9 @@ def _mistyped(path: "str | os.PathLike", fmt: str, compression: Optional[str], s
                         return key, json.dumps(value, ensure_ascii=False)
             return None
     else:
-        named = re.search(r"CSV column #(\d+): CSV conversion error to \S+: invalid value '(.*)'$", said, re.S)
+        # Arrow adds "Row #N: " when it reads serially (one CPU in its pool), not when in parallel
+        named = re.search(r"CSV column #(\d+): (?:Row #\d+: )?CSV conversion error to \S+: invalid value '(.*)'$",
+                          said, re.S)
         if named is None or int(named.group(1)) >= len(schema):
             return None
         column, bad = int(named.group(1)), named.group(2)
