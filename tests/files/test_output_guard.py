@@ -231,6 +231,16 @@ def test_unusable_output_paths_are_refused_before_the_job(files, tmp_path, priva
     assert sorted(p.name for p in tmp_path.iterdir()) == before and not (tmp_path / "new").exists()
 
 
+
+@pytest.mark.skipif(not os.path.isdir("/sys/fs"), reason="needs Linux sysfs, where nobody may create files (root included)")
+def test_an_unwritable_output_directory_names_the_output(files, tmp_path, private_tmp, capsys):
+    """A directory the output cannot be created in (sysfs refuses new files even to root, where
+    chmod would not) is reported for -o, one line, exit 1 (an I/O failure), nothing left behind."""
+    rc, err = _run(capsys, "score", files["k.csv"], "-o", "/sys/fs/out.parquet", "-t", "none")
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "-o '/sys/fs/out.parquet': could not write the output" in err and TEMP_MARK not in err, err
+    _clean(tmp_path, private_tmp)
+
 # ---- class 2: atomic, whole outputs -----------------------------------------------------------
 
 def test_write_all_retries_short_writes(monkeypatch, tmp_path):
