@@ -364,6 +364,25 @@ def test_scorer_equals_token_bleu():
     assert TokenBleuScorer(refs, dtype=np.float32)(hyps[:6]).dtype == np.float32
 
 
+def test_scorer_with_many_references_scores_a_small_batch_on_the_calling_thread(monkeypatch):
+    """A scorer holding many references (36,000 ids, small non-negative: the direct id table)
+    scores a small batch against some of them (index=) as token_bleu does on those references
+    alone, and on the calling thread: the choice counts the ids the batch's segments read, not
+    every reference the scorer holds."""
+    rng = np.random.default_rng(7)
+    refs = rng.integers(1, 40, (3000, 12))
+    idx = rng.integers(0, 3000, 8)
+    hyps = np.where(rng.random((8, 12)) < 0.6, refs[idx], rng.integers(1, 40, (8, 12)))
+    hyps[:, -3:] = 0  # right padding
+    scorer = TokenBleuScorer(refs, pad_id=0, compat="moses")
+    monkeypatch.setattr(T, "_pool", lambda n: pytest.fail("a batch of 96 ids went to the thread pool"))
+    got = scorer(hyps, index=idx)
+    np.testing.assert_array_equal(got, token_bleu(hyps, refs[idx], pad_id=0, compat="moses"))
+    stats = scorer.stats(hyps, index=idx)
+    want = [R.stats(list(hyps[i, :9]), [list(refs[idx[i]])], 5) for i in range(8)]
+    assert _stats_rows(stats) == [tuple(w) for w in want]
+
+
 def test_pairwise_and_self_bleu_equal_token_bleu():
     hyps, _, _ = _random_table(4, n_seg=1, g=8)
     hyps = [h for h in hyps]

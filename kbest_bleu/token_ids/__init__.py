@@ -182,9 +182,10 @@ def _segments(n_rows: int, entry_ptr: np.ndarray, groups: Any, index: Any, n_ent
 
 
 def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfig | tuple", stats_wanted: bool,
-           dedupe: bool = True) -> BleuStats:
+           dedupe: bool = True, n_vocab: Optional[int] = None) -> BleuStats:
     """Run the kernels over ``segs``; ``n_out`` output rows; ``cfg``: the config, or several
-    sharing one count (:func:`kbest_bleu.stats.counting_args`)."""
+    sharing one count (:func:`kbest_bleu.stats.counting_args`); ``n_vocab``: :func:`_direct_vocab`
+    of ``ref``'s ids when known (fixed references), else found here."""
     from . import _kernels as k
 
     configs = cfg if isinstance(cfg, tuple) else (cfg,)
@@ -195,10 +196,12 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     matches = np.zeros((n_cols, n_out), np.int32).T
     totals = np.zeros((n_cols, n_out), np.int32).T
     hyp_len, ref_len = np.zeros(n_out, np.int32), np.zeros(n_out, np.int32)
-    n_ids = tok.size + ref_tok.size
     policy = getattr(k, configs[0].ref_length.upper())  # k.CLOSEST, k.SHORTEST or k.AVERAGE
-    n_vocab = _direct_vocab(ref_tok, k)
-    n_threads = 1
+    n_vocab = _direct_vocab(ref_tok, k) if n_vocab is None else n_vocab
+    n_threads, n_ids = 1, tok.size + ref_tok.size
+    if n_ids >= settings.TOKEN_PARALLEL_IDS and len(segs) > 1:
+        # the reference ids the segments read: a scorer's references may be many more than a batch uses
+        n_ids = tok.size + int((ref_ptr[segs[:, k.SEG_R1]] - ref_ptr[segs[:, k.SEG_R0]]).sum())
     if n_ids >= settings.TOKEN_PARALLEL_IDS and len(segs) > 1:
         with threads_for(8 * n_ids) as n_threads:  # the package's thread count for a job this size
             pass
@@ -393,10 +396,13 @@ class TokenBleuScorer:
         self.config = _config(config, bleu_options)
         self.dtype = _out_dtype(dtype)
         self.pad_id = pad_id
+        from . import _kernels as k
+
         ids, ptr, self._entry_ptr = reference_rows(references, pad_id)
         self._refs = (ids, ptr)
         for a in (ids, ptr, self._entry_ptr):
             a.setflags(write=False)
+        self._n_vocab = _direct_vocab(ids, k)  # once, not a pass over every reference id per call
 
     def __len__(self) -> int:
         """The number of reference entries."""
@@ -415,7 +421,7 @@ class TokenBleuScorer:
         n_rows = len(hyp[1]) - 1
         segs = _segments(n_rows, self._entry_ptr, groups, index,
                          " (pass index= to score against some of the scorer's entries)")
-        return _count(hyp, self._refs, segs, n_rows, self.config, stats_wanted)
+        return _count(hyp, self._refs, segs, n_rows, self.config, stats_wanted, n_vocab=self._n_vocab)
 
 
 def _group_stats(hypotheses: Any, groups: Any, pad_id: Any, cfg: BleuConfig, pairs: bool) -> tuple:
