@@ -1,11 +1,13 @@
 """The WMT-style meta-evaluation (docs/metaeval.md, "Today's statistics") of every judged table in
 ../shared/data: sentence BLEU under smoothings 0-7, chrF and chrF++ (sacrebleu's defaults), Meteor
-exact, Parmesan and BLEU2VEC (into English, given their table / trained English models), scored
-here, then kbest_bleu.research.wmt_style: segment acc23 with tie calibration + pairwise-permutation
-clusters, system soft pairwise accuracy / pairwise accuracy + PERM-BOTH clusters.
+exact, Parmesan (into English, given its table) and BLEU2VEC (every pair into a language given a
+trained model directory), scored here, then kbest_bleu.research.wmt_style: segment acc23 with tie
+calibration + pairwise-permutation clusters, system soft pairwise accuracy / pairwise accuracy +
+PERM-BOTH clusters.
 
     python scripts/wmt_style_metaeval.py [--data DIR] [--k 1000] [--system-k 1000]
-        [--bleu2vec-models DIR] [--parmesan-table TSV] [--no-chrf] [--only wmt22,wmt15,...] [-o OUT.md]
+        [--bleu2vec-models DIR | en=DIR,cs=DIR,...] [--parmesan-table TSV] [--no-chrf]
+        [--only wmt22,wmt15,...] [-o OUT.md]
 
 Data sets and what "segment level" means in each:
 - WMT22 zh-en MQM (15 rated systems, refA as the reference, references excluded as systems):
@@ -17,8 +19,9 @@ Data sets and what "segment level" means in each:
 - WMT13 pairwise preferences (wmt13_rr_pairs, human ties removed): acc23 per segment; system
   level as WMT12.
 Sentence BLEU: sacrebleu conventions (13a, case kept, effective order; zh tokenizer into Chinese);
-system scores are means of segment scores. Meteor / Parmesan / BLEU2VEC read 13a tokens; chrF
-(char order 6, beta 2) and chrF++ (word order 2) read the raw text, as sacrebleu's CHRF.
+system scores are means of segment scores. Meteor / Parmesan / BLEU2VEC read 13a tokens (BLEU2VEC
+into Chinese: zh tokens, as its model was trained); chrF (char order 6, beta 2) and chrF++ (word
+order 2) read the raw text, as sacrebleu's CHRF.
 """
 
 from __future__ import annotations
@@ -45,14 +48,31 @@ SMOOTHINGS = [f"bleu_s{s}" for s in range(8)]
 METEOR_LANG = {"en": "en", "cs": "cz", "de": "de", "es": "es", "fr": "fr", "ru": "ru"}
 
 
-def _normalized(strings: pa.Array) -> pa.Array:
-    """13a tokens joined by single spaces, case kept (what Meteor, Parmesan and BLEU2VEC read)."""
-    tokens, ptr = tokenize(strings, "13a")
+def _normalized(strings: pa.Array, tok: str = "13a") -> pa.Array:
+    """``tok`` tokens joined by single spaces, case kept (what Meteor, Parmesan and BLEU2VEC read)."""
+    tokens, ptr = tokenize(strings, tok)
     return pc.binary_join(pa.LargeListArray.from_arrays(pa.array(ptr), tokens.cast(pa.large_string())),
                           pa.scalar(" ", pa.large_string()))
 
 
 CHRF = {"chrf": 0, "chrf++": 2}  # column: word order (sacrebleu's chrF2 and chrF2++)
+
+
+def bleu2vec_models(value: str) -> dict:
+    """``--bleu2vec-models``: one directory (English models) or ``lang=DIR,...`` (one per target
+    language) -> {lang: DIR}; each directory must exist (found before any scoring)."""
+    items = [v.strip() for v in value.split(",")]
+    pairs = [("en", items[0])] if len(items) == 1 and "=" not in items[0] else [v.partition("=")[::2] for v in items]
+    out: dict = {}
+    for lang, path in pairs:
+        if not lang.isalpha() or not path or lang in out:
+            raise argparse.ArgumentTypeError(
+                f"expected one model directory or lang=DIR,lang=DIR,... (each language once), found {value!r}")
+        if not Path(path).is_dir():
+            raise argparse.ArgumentTypeError(f"no model directory {path!r} (language {lang}); "
+                                             "train one with 'kbest-bleu bleu2vec train'")
+        out[lang] = path
+    return out
 
 
 def _cached(cache: dict, key: str, make):
@@ -89,10 +109,15 @@ def score(t: pa.Table, opts) -> tuple[pa.Table, list]:
         res = parmesan_segments(hyps, refs13, seg_ptr, table, meteor_params("en"), analyzer="simplemma", lang="en")
         out = out.append_column("parmesan", pa.array(res.meteor.score))
         names.append("parmesan")
-    if target == "en" and opts.bleu2vec_models:
+    if target in (opts.bleu2vec_models or {}):
         from kbest_bleu.metrics.bleu2vec.score import from_options
-        metric = _cached(opts.cache, "bleu2vec", lambda: from_options(opts.bleu2vec_models, "corrected", tokenize="none"))
-        counts, c, r = metric.counts(hyps, refs13, seg_ptr)
+        metric = _cached(opts.cache, f"bleu2vec {target}",
+                         lambda: from_options(opts.bleu2vec_models[target], "corrected", tokenize="none"))
+        b2v_hyps, b2v_refs = hyps, refs13
+        if target == "zh":  # the zh model was trained on zh tokens (13a leaves Chinese unsplit)
+            b2v_hyps = _normalized(out["hypothesis"].combine_chunks(), "zh")
+            b2v_refs = pa.ListArray.from_arrays(refs.offsets, _normalized(pc.list_flatten(refs), "zh"))
+        counts, c, r = metric.counts(b2v_hyps, b2v_refs, seg_ptr)
         out = out.append_column("bleu2vec", pa.array(metric.scores(counts, c, r)))
         names.append("bleu2vec")
     if opts.chrf:
@@ -106,7 +131,7 @@ def score(t: pa.Table, opts) -> tuple[pa.Table, list]:
 
 def _by_lp(t: pa.Table, opts) -> tuple[pa.Table, dict]:
     """Every language pair scored: (one table, {lp: its metric names}); a metric a pair lacks
-    (Parmesan, BLEU2VEC out of English) is null there."""
+    (Parmesan out of English, BLEU2VEC into a language without a model) is null there."""
     parts, names = [], {}
     for lp in sorted(set(t["lp"].to_pylist())):
         part, names[lp] = score(t.filter(pc.equal(t["lp"], lp)), opts)
@@ -207,7 +232,9 @@ def main(argv=None) -> int:
     p.add_argument("--k", type=int, default=1000, help="permutations per metric pair, segment level")
     p.add_argument("--system-k", type=int, default=1000, help="permutations per metric pair, system level")
     p.add_argument("--seed", type=int, default=12345)
-    p.add_argument("--bleu2vec-models", default=None, help="BLEU2VEC model directory (kbest-bleu bleu2vec train)")
+    p.add_argument("--bleu2vec-models", default=None, type=bleu2vec_models,
+                   help="BLEU2VEC model directory for English, or lang=DIR,... per target language "
+                        "(kbest-bleu bleu2vec train)")
     p.add_argument("--parmesan-table", default=None, help="English Parmesan table (kbest-bleu parmesan build-table)")
     p.add_argument("--no-chrf", dest="chrf", action="store_false", help="leave chrF and chrF++ out")
     p.add_argument("--only", default="wmt22,wmt15,wmt17,wmt12,wmt13")

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..files.output import atomic_output
 from .data import require_data
 
-__all__ = ["english_corpus", "main", "segment_table", "system_table"]
+__all__ = ["english_corpus", "main", "segment_table", "system_table", "target_corpus"]
 
 # Tables 1 and 2 of the paper (WMT15, models trained on 50M News Crawl sentences).
 PAPER_SEGMENT = {"SENT-BLEU": (0.308, 0.360, 0.391, 0.329), "BLEU2VEC_SEP": (0.327, 0.366, 0.422, 0.320),
@@ -38,15 +38,24 @@ _TEXT_FILES = ("wmt12_segments", "wmt13_segments", "wmt15_daseg", "wmt17_daseg",
 def english_corpus(data: Path, out: Path) -> tuple[int, int]:
     """Write every distinct English line of the shared data (into-English hypotheses and their
     references; files without ``lp`` are English-target) to ``out``. Returns (lines, words)."""
+    return target_corpus(data, out, "en")
+
+
+def target_corpus(data: Path, out: Path, lang: str) -> tuple[int, int]:
+    """Write every distinct line of language ``lang`` in the shared data (the hypotheses and
+    references of the pairs into ``lang``; files without ``lp`` count as English) to ``out``.
+    Returns (lines, words)."""
     seen: dict = {}
     for name in _TEXT_FILES:
         path = data / f"{name}.parquet"
         if not path.exists():
             continue
         cols = [c for c in ("lp", "hypothesis", "references") if c in pq.read_schema(path).names]
+        if "lp" not in cols and lang != "en":
+            continue
         t = pq.read_table(path, columns=cols)
         if "lp" in cols:
-            t = t.filter(pc.match_substring_regex(t["lp"], "-en$"))
+            t = t.filter(pc.match_substring_regex(t["lp"], f"-{lang}$"))
         for text in (t["hypothesis"], pc.list_flatten(t["references"])):
             seen.update(dict.fromkeys(s.strip() for s in text.to_pylist() if s and s.strip()))
     out.parent.mkdir(parents=True, exist_ok=True)

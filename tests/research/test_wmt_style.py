@@ -1,7 +1,9 @@
 """The WMT-style table (kbest_bleu.research.wmt_style) and `kbest-bleu metaeval judged --wmt-style`
 on hand-built judged tables: the pivot to matrices, acc23 with tie calibration by brute force,
 SPA and accuracy against the (separately tested) system-level functions on hand-pivoted matrices;
-the chrF columns of scripts/wmt_style_metaeval.py against sacrebleu on real WMT22 rows."""
+the chrF columns of scripts/wmt_style_metaeval.py against sacrebleu on real WMT22 rows; its
+--bleu2vec-models option and the BLEU2VEC column of each pair against bleu2vec_scores with the
+model of the pair's target language."""
 
 import argparse
 import importlib.util
@@ -123,3 +125,51 @@ def test_script_chrf_columns_equal_sacrebleu(shared_data):
         want = [ref.sentence_score(r["hypothesis"], r["references"]).score / 100 for r in rows]
         assert np.allclose([r[name] for r in rows], want, rtol=0, atol=1e-12)
     assert len({r["chrf"] for r in rows}) > 30  # real spread, not one value everywhere
+
+
+def test_script_bleu2vec_models_option(tmp_path):
+    parse = _script().bleu2vec_models
+    en, cs = tmp_path / "en", tmp_path / "cs"
+    en.mkdir(), cs.mkdir()
+    assert parse(str(en)) == {"en": str(en)}  # the single-directory form: English
+    assert parse(f"en={en}, cs={cs}") == {"en": str(en), "cs": str(cs)}
+    for bad, match in ((f"en={en},en={cs}", "each language once"), (f"{en},cs={cs}", "lang=DIR"),
+                       (f"cs={tmp_path / 'none'}", "no model directory"), ("cs=", "lang=DIR")):
+        with pytest.raises(argparse.ArgumentTypeError, match=match):
+            parse(bad)
+
+
+def test_script_bleu2vec_column_uses_the_target_languages_model(tmp_path):
+    # tiny models for en and cs (same English corpus, different seeds) and zh (Chinese without
+    # spaces, zh tokens): a pair into cs is scored with the cs model (= bleu2vec_scores with it, not
+    # the en model), a pair into zh with the zh model on zh tokens (13a would leave each line one
+    # token), a pair into de (no model) not at all
+    pytest.importorskip("gensim")
+    from kbest_bleu.metrics.bleu2vec.models import train
+    from kbest_bleu.metrics.bleu2vec.score import bleu2vec_scores
+    english = Path(__file__).resolve().parents[1] / "data" / "bleu2vec" / "tiny_corpus.txt"
+    rng = np.random.default_rng(0)
+    chars = list("我们你他在家吃饭看书学校朋友今天明")
+    chinese = tmp_path / "zh.txt"
+    chinese.write_text("\n".join("".join(rng.choice(chars, rng.integers(5, 12))) + "。" for _ in range(400)) + "\n")
+    corpora = {"en": (english, "13a"), "cs": (english, "13a"), "zh": (chinese, "zh")}
+    dirs = {lang: tmp_path / lang for lang in corpora}
+    for seed, (lang, (corpus, tok)) in enumerate(corpora.items()):
+        train(corpus, dirs[lang], orders=(1, 2), name=lang, vector_size=8, epochs=2, min_counts="2,3", workers=1,
+              seed=seed + 1, progress=False, tokenize=tok)
+    opts = argparse.Namespace(chrf=False, parmesan_table=None, bleu2vec_models={k: str(v) for k, v in dirs.items()},
+                              cache={})
+    for lp, corpus in (("en-cs", english), ("en-zh", chinese), ("en-de", english)):
+        lines = corpus.read_text().splitlines()
+        t = pa.table({"lp": [lp] * 6, "segment_id": [0, 0, 1, 1, 2, 2], "system": ["a", "b"] * 3,
+                      "hypothesis": lines[:6], "references": [[lines[10 + i // 2]] for i in range(6)]})
+        out, names = _script().score(t, opts)
+        if lp == "en-de":
+            assert "bleu2vec" not in names
+            continue
+        rows = list(zip(out["hypothesis"].to_pylist(), out["references"].to_pylist()))
+        target, other, tok = ("cs", "en", "13a") if lp == "en-cs" else ("zh", "zh", "zh")
+        want = [bleu2vec_scores([h], [r], embeddings=dirs[target], tokenize=tok)[0] for h, r in rows]
+        wrong = [bleu2vec_scores([h], [r], embeddings=dirs[other], tokenize="13a")[0] for h, r in rows]
+        assert np.allclose(out["bleu2vec"].to_numpy(), want, rtol=0, atol=1e-12)
+        assert len(set(want)) > 1 and not np.allclose(want, wrong)  # the other model / tokens score otherwise
