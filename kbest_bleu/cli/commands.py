@@ -253,7 +253,7 @@ def _cmd_tune(a: argparse.Namespace) -> int:
     elif a.score_col:
         w0 = lists.decoder_weights()
         off = float(np.abs(lists.model_scores(w0) - lists.model_score).max()) if len(lists) else 0.0
-        if off > 0.01 * max(1.0, float(np.abs(lists.model_score).mean())):  # one run: ~1e-4 (rounding)
+        if off > 0.01 * max(1.0, float(np.abs(lists.model_score).mean()) if len(lists) else 0.0):  # one run: ~1e-4
             warning = (f"kbest-bleu tune: warning: no one weight vector gives --score-col's model scores (off by up "
                        f"to {off:.3g}): the lists come from decoding runs with different weights, and the start is "
                        "their least-squares blend; start from the last run's weights (--init) for a meaningful start")

@@ -156,6 +156,7 @@ def _comparison(a: argparse.Namespace, table, pairs, corr: dict, sys_table, lps)
 
 
 def _cmd_judged(a: argparse.Namespace) -> int:
+    import numpy as np
     import pyarrow as pa
 
     from ..batch.parquet import read_parquet_table
@@ -183,6 +184,13 @@ def _cmd_judged(a: argparse.Namespace) -> int:
         kind = table.schema.field(name).type
         if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
             raise InputError(f"{a.table}: column {name!r} (--metric, --human) holds {kind}; expected numbers")
+    for name in metrics + ([a.human] if a.human else []):  # a human score may be null or NaN: unrated
+        values = table[name].to_numpy(zero_copy_only=False).astype(np.float64)
+        bad = np.flatnonzero(np.isinf(values) if name == a.human else ~np.isfinite(values))
+        if bad.size:
+            raise InputError(f"{a.table}: row {int(bad[0])} of column {name!r} holds {values[bad[0]]!r}; expected "
+                             + ("finite human scores (null or NaN: unrated)" if name == a.human else
+                                "a finite metric score on every row (drop or fill the row)"))
     for path, t in ((a.table, table), (a.pairs, pairs)):
         if t is not None and t.num_rows == 0:
             raise InputError(f"{path}: no rows; expected judged segments")

@@ -77,7 +77,8 @@ def _resample_counts(seg: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarra
 
 def _interval(name: str, value: float, samples: np.ndarray, level: float) -> Correlation:
     q = (1 - level) / 2
-    low, high = np.nanquantile(samples, [q, 1 - q]) if samples.size else (np.nan, np.nan)
+    rated = samples[~np.isnan(samples)]  # resamples where the statistic is defined (numpy warns on none)
+    low, high = np.quantile(rated, [q, 1 - q]) if rated.size else (np.nan, np.nan)
     return Correlation(name, float(value), float(low), float(high), samples)
 
 

@@ -123,7 +123,9 @@ def tune_expected_bleu(lists: Sequence[KbestLists], w0: np.ndarray, lam: float =
                 mask = np.zeros(n_seg, bool)
                 mask[part] = True
                 _, g = expected_bleu(pool, w, bleu, lam * len(part) / n_seg, mask)
-                g /= pool.ref_len[part].sum()  # per reference token: the step size does not depend on the batch
+                # per reference token: the step size does not depend on the batch (a batch without
+                # reference tokens, empty references, has only the regularizer's gradient: not / 0)
+                g /= max(int(pool.ref_len[part].sum()), 1)
                 step += 1
                 mom = 0.9 * mom + 0.1 * g
                 vel = 0.999 * vel + 0.001 * g * g

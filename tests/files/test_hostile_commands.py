@@ -19,6 +19,7 @@ import math
 import os
 import re
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -169,12 +170,15 @@ def _drive(tmp_path_factory, capsys, job) -> tuple:
     before = {name: (d / name).read_bytes() for name in inputs}
     args = [str(d / a[1:-1]) + ("/" if a.endswith("/}") else "") if a.startswith("{") else a for a in argv]
     capsys.readouterr()
-    with _tmpdir(work):
+    with _tmpdir(work), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
             rc = main(args)
         except SystemExit as exc:  # argparse
             rc = exc.code
     out, err = capsys.readouterr()
+    # numpy's RuntimeWarnings (NaN from 0/0, inf - inf) would reach the user's stderr as extra lines
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
     lines = err.splitlines()
     event(f"{' '.join(argv[:2]) if argv[0] in ('metaeval', 'bleu2vec') else argv[0]} exit {rc}")
     assert rc in (0, 2), (args, err)
@@ -217,9 +221,10 @@ def _hostile_file(draw, data: bytes) -> bytes:
 
 @st.composite
 def more_jobs(draw):
-    """(files, argv, output name or None) of tune, mbr, metaeval judged or bleu2vec train."""
+    """(files, argv, output name or None) of tune, mbr, metaeval judged, bleu2vec train, paired or
+    parmesan build-table."""
     data = draw(rows())
-    kind = draw(st.sampled_from(["tune", "mbr", "judged", "bleu2vec"]))
+    kind = draw(st.sampled_from(["tune", "mbr", "judged", "bleu2vec", "paired", "build-table"]))
     target = draw(st.sampled_from(["out"] * 5 + ["same", "refs", "dir/"]))
     files = {"ref.txt": _hostile_file(draw, b"".join(r + b"\n" for _, _, r, *_ in data))}
     ids = pa.array([i // 2 for i in range(len(data))], pa.int64())
@@ -270,6 +275,20 @@ def more_jobs(draw):
             if draw(st.booleans()) else [*_option(draw, "--n-boot", "5"), *_option(draw, "--level", "0.9")]
         return files, ["metaeval", "judged", "{table.parquet}", "--metric", "m", *judge, *style,
                        *_option(draw, "--seed", "1")], None
+    if kind == "paired":  # text files of systems against references (invalid UTF-8, lengths that differ)
+        files["base.txt"] = _hostile_file(draw, b"".join(h + b"\n" for _, h, *_ in data))
+        files["sys.txt"] = _hostile_file(draw, b"".join(r + b"\n" for _, _, r, *_ in data[::-1]))
+        return files, ["paired", "-r", "{ref.txt}", "{base.txt}", "{sys.txt}", "-t", "none",
+                       "--test", draw(st.sampled_from(["bs", "ar"])), *_option(draw, "--n-samples", "20"),
+                       *_option(draw, "--seed", "1")], None
+    if kind == "build-table":  # Meteor's pairs (prob<TAB>word<TAB>paraphrase) with hostile probabilities
+        lines = b"".join(f + b"\t" + h.split(b" ")[0] + b"\t" + r.split(b" ")[0] + b"\n"
+                         for _, h, r, *_, f, _ in data)
+        name = "pairs.tsv.gz" if draw(st.booleans()) else "pairs.tsv"
+        files[name] = _hostile_file(draw, gzip.compress(lines) if name.endswith(".gz") else lines)
+        out = {"out": "table.tsv", "same": name, "refs": "ref.txt", "dir/": "dir/"}[target]
+        return files, ["parmesan", "build-table", "{%s}" % name, "-o", "{%s}" % out, "--analyzer", "lower",
+                       *_option(draw, "--min-prob", "0")], out
     # bleu2vec train: a tiny corpus of hypotheses, plain or gzip (truncated now and then)
     corpus = b"the cat sat on the mat\n" + b"".join(h + b"\n" for _, h, *_ in data)  # a sentence at least
     name = "corpus.txt.gz" if draw(st.booleans()) else "corpus.txt"
@@ -291,7 +310,7 @@ def _finite_json(text: str) -> None:
 @settings(max_examples=MORE_EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(job=more_jobs())
-def test_hostile_inputs_to_tune_mbr_judged_and_bleu2vec_train(tmp_path_factory, capsys, job):
+def test_hostile_inputs_to_more_commands(tmp_path_factory, capsys, job):
     argv, d, rc, out = _drive(tmp_path_factory, capsys, job)
     if rc != 0:
         return
@@ -299,8 +318,12 @@ def test_hostile_inputs_to_tune_mbr_judged_and_bleu2vec_train(tmp_path_factory, 
         _finite_json(out)
     elif argv[0] == "mbr":
         _finite_or_null(d / job[2], ("mbr_utility",))
-    elif argv[0] == "metaeval":  # tables of numbers: an undefined statistic is a dash, never nan/inf
+    elif argv[0] in ("metaeval", "paired"):  # tables of numbers: an undefined statistic is a dash
         assert not re.search(r"\b(nan|inf)\b", out, re.IGNORECASE), out
+    elif argv[0] == "parmesan":  # every probability written finite and non-negative
+        for line in (d / job[2]).read_text(encoding="utf-8").splitlines():
+            if line and not line.startswith("#") and line.split("\t")[4]:
+                assert 0 <= float(line.split("\t")[4]) < math.inf, line
     else:
         from kbest_bleu.metrics.bleu2vec.models import _read_word2vec
         models = sorted((d / job[2]).iterdir())

@@ -124,3 +124,18 @@ def test_metric_metaevals_share_the_data_lookup(command, tmp_path, monkeypatch, 
     monkeypatch.setenv("KBEST_BLEU_DATA", str(tmp_path))
     assert main(command) == 2
     assert f"looked in {tmp_path} (from KBEST_BLEU_DATA)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("column, value, ok", [("m", np.inf, False), ("m", np.nan, False), ("h", np.inf, False),
+                                               ("h", np.nan, True)])
+def test_judged_metric_scores_finite_human_scores_finite_or_unrated(tmp_path, capsys, column, value, ok):
+    """A NaN human score is an unrated segment; any other non-finite score is refused in one line
+    naming the row and the column (it made 0/0 and inf - inf in the statistics, printed as dashes)."""
+    values = TABLE[column].to_numpy().copy()
+    values[4] = value
+    pq.write_table(TABLE.set_column(TABLE.column_names.index(column), column, pa.array(values)), tmp_path / "t.parquet")
+    rc = main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m", "--human", "h", "--n-boot", "50"])
+    err = capsys.readouterr().err
+    assert rc == (0 if ok else 2), err
+    if not ok:
+        assert err.count("\n") == 1 and f"row 4 of column {column!r}" in err, err
