@@ -9,7 +9,7 @@ Chen & Cherry 2014 section 2 for the smoothings).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -65,6 +65,7 @@ class Bleu(SegmentMetric):
     smoothings: tuple = ()
     engine: str = "kernels"
     name: str = "bleu"
+    columns: list = field(init=False, repr=False, compare=False)  # (name, config) per column: score_columns
 
     def __post_init__(self) -> None:
         # checked when built, before any row is read: bad extra smoothings, the engine
@@ -74,11 +75,7 @@ class Bleu(SegmentMetric):
         object.__setattr__(self, "smoothings", tuple(smoothings))
         if self.engine not in ("kernels", "numpy"):
             raise InputError(f"engine: expected 'kernels' or 'numpy', found {self.engine!r}")
-        score_columns(self.config, self.smoothings)
-
-    @property
-    def columns(self) -> list[tuple[str, BleuConfig]]:
-        return score_columns(self.config, self.smoothings)
+        object.__setattr__(self, "columns", score_columns(self.config, self.smoothings))
 
     def input_columns(self) -> list[str]:
         return []
