@@ -39,6 +39,7 @@ def _table(tmp_path: Path, hypotheses: list) -> Path:
     return path
 
 
+@pytest.mark.exhaustive  # a Spark start of its own (~18 s): the README's command stays under 5 min cold
 def test_a_bad_row_is_one_line_and_sparks_stack_traces_go_to_the_log(tmp_path):
     src = _table(tmp_path, ["the cat sat", None])
     before = src.read_bytes()
