@@ -95,8 +95,9 @@ def test_score_dataframe_counts_on_the_tasks_cpus(spark, pooled):
     Called outside a task, the setting changes nothing."""
     from kbest_bleu.batch.spark import _task_threads, score_dataframe
     from kbest_bleu.counting.threads import thread_count
+    from kbest_bleu.metrics.base import SegmentMetric
 
-    class ThreadProbe:  # a Metric (kbest_bleu.metrics.base) whose column is the thread count
+    class ThreadProbe(SegmentMetric):  # a Metric whose column is the thread count where it counts
         name = "threads_seen"
 
         def input_columns(self):
@@ -108,9 +109,12 @@ def test_score_dataframe_counts_on_the_tasks_cpus(spark, pooled):
         def signature(self):
             return "threads-probe"
 
-        def score_segments(self, hypotheses, references, seg_ptr, table, with_stats):
+        def statistics(self, hypotheses, references, seg_ptr, table):
             from kbest_bleu.counting.threads import thread_count
-            return [pa.array([thread_count()] * len(hypotheses), pa.int64())]
+            return [thread_count()] * len(hypotheses)
+
+        def compute(self, statistics, stats):
+            return [pa.array(statistics, pa.int64())]
 
     path, t = pooled
     out = score_dataframe(spark.read.parquet(str(path)), columns=COLS, metrics=[ThreadProbe()]).toArrow()
