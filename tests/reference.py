@@ -112,3 +112,24 @@ def smoothing6_bleu(m, t, c, r, variant="literal", N=4, eps=0.1, alpha=5.0):
         return 0.0
     bp = 1.0 if c >= r else math.exp(1 - r / c)
     return bp * math.exp(sum(math.log(p[n]) for n in orders) / len(orders))
+
+
+def sacrebleu_exp_bleu(correct, total, sys_len, ref_len):
+    """sacrebleu 2.6.0's BLEU.compute_bleu for smooth_method="exp", effective_order=True (0-1), step
+    for step on possibly fractional counts and reference length (its BLEUScore formats the lengths
+    as integers, so the arithmetic is transcribed): the oracle of aggregated MBR utilities."""
+    bp = 1.0 if sys_len >= ref_len else (math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0)
+    if not any(correct):
+        return 0.0
+    precisions, smooth, eff = [0.0] * 4, 1.0, 4
+    for n in range(1, 5):
+        if total[n - 1] == 0:
+            break
+        eff = n
+        if correct[n - 1] == 0:
+            smooth *= 2
+            precisions[n - 1] = 100.0 / (smooth * total[n - 1])
+        else:
+            precisions[n - 1] = 100.0 * correct[n - 1] / total[n - 1]
+    logs = [math.log(x) if x > 0 else -9999999999 for x in precisions[:eff]]
+    return bp * math.exp(sum(logs) / eff) / 100

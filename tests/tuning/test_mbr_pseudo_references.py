@@ -2,8 +2,9 @@
 against its segment's samples equals sacrebleu's sentence BLEU per pair, the aggregate equals a
 Counter transcription of DeNero et al.'s expected counts, and mismatched segments are refused."""
 
-import math
+import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,9 @@ from sacrebleu.metrics import BLEU
 
 from kbest_bleu.errors import InputError
 from kbest_bleu.tuning.mbr import aggregate_bleu, mbr_select, pairwise_bleu
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/: the slow oracles
+import reference as R  # noqa: E402
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "."]
 
@@ -50,23 +54,6 @@ def test_expected_bleu_against_a_separate_set_equals_sacrebleu_per_pair(seed):
                     bleu.sentence_score(cands[ptr[s] + i], [refs[r_ptr[s] + j]]).score / 100, abs=1e-12)
 
 
-def _sacrebleu_exp(correct, total, sys_len, ref_len):
-    """sacrebleu 2.6.0's BLEU.compute_bleu for smooth_method="exp", effective_order=True, step for
-    step (its BLEUScore formats the lengths as integers: a fractional reference length fails there)."""
-    bp = 1.0 if sys_len >= ref_len else (math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0)
-    if not any(correct):
-        return 0.0
-    precisions, smooth, eff = [0.0] * 4, 1.0, 4
-    for n in range(1, 5):
-        if total[n - 1] == 0:
-            break
-        eff = n
-        if correct[n - 1] == 0:
-            smooth *= 2
-            precisions[n - 1] = 100.0 / (smooth * total[n - 1])
-        else:
-            precisions[n - 1] = 100.0 * correct[n - 1] / total[n - 1]
-    return bp * math.exp(sum(math.log(x) if x > 0 else -9999999999 for x in precisions[:eff]) / eff) / 100
 
 
 def _ngrams(tokens, n):
@@ -92,7 +79,7 @@ def test_aggregate_against_a_separate_set_equals_expected_counts(seed):
             correct.append(sum(min(c, expected[gram]) for gram, c in _ngrams(tok, n).items()))
             total.append(max(len(tok) - n + 1, 0))
         ref_len = sum(pj * len(refs[j].split()) for pj, j in zip(p, mine))
-        assert g == pytest.approx(_sacrebleu_exp(correct, total, len(tok), ref_len), abs=1e-12)
+        assert g == pytest.approx(R.sacrebleu_exp_bleu(correct, total, len(tok), ref_len), abs=1e-12)
 
 
 def test_mismatched_pseudo_segments_are_refused():

@@ -1,5 +1,8 @@
 """Tuning loops and MBR: exact gradients, recovery of a known direction, real K-best lists."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +24,9 @@ from kbest_bleu.tuning import (
     tune_pro,
 )
 from kbest_bleu.tuning.mbr import mbr_matrix, mbr_select
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/: the slow oracles
+import reference as R  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -270,30 +276,10 @@ def _aggregate_reference(hyps, seg, probs, n_max=4):
             correct.append(sum(min(c, expected[g]) for g, c in mine.items()))
             total.append(max(len(toks) - n + 1, 0))
         ref_len = sum(wj * len(hyps[j].split()) for wj, j in zip(w, rows))
-        out.append(_sacrebleu_exp(correct, total, len(toks), ref_len))
+        out.append(R.sacrebleu_exp_bleu(correct, total, len(toks), ref_len))
     return np.array(out)
 
 
-def _sacrebleu_exp(correct, total, sys_len, ref_len):
-    """sacrebleu 2.6.0's BLEU.compute_bleu for smooth_method="exp", effective_order=True, on
-    fractional counts and reference length (its BLEUScore formats the lengths as integers, so the
-    arithmetic is transcribed here, step for step)."""
-    import math
-    bp = 1.0 if sys_len >= ref_len else (math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0)
-    if not any(correct):
-        return 0.0
-    precisions, smooth, eff = [0.0] * 4, 1.0, 4
-    for n in range(1, 5):
-        if total[n - 1] == 0:
-            break
-        eff = n
-        if correct[n - 1] == 0:
-            smooth *= 2
-            precisions[n - 1] = 100.0 / (smooth * total[n - 1])
-        else:
-            precisions[n - 1] = 100.0 * correct[n - 1] / total[n - 1]
-    logs = [math.log(x) if x > 0 else -9999999999 for x in precisions[:eff]]
-    return bp * math.exp(sum(logs) / eff) / 100
 
 
 @settings(max_examples=40, deadline=None)
