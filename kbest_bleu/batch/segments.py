@@ -10,61 +10,18 @@ wait for the next one, so a segment is never cut (one longer than a batch is rea
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from ..arrays import one_array
-from ..encode import check_contiguous, key_labels, run_starts
 from ..errors import InputError
 from ..files.references import Columns, require_columns
 from .parquet import _bounded, _checked, _guard_reads, _open_parquet, _read_batches
+from .stream import SegmentChunk, whole_segments
 
 __all__ = ["InStep", "SegmentChunk", "read_segments", "whole_segments"]
-
-
-@dataclass
-class SegmentChunk:
-    """Whole segments: ``table`` (its columns one array each), ``seg_ptr`` int64[S+1] their rows,
-    ``labels`` their keys (hashable values, tuples when composite), ``row0`` the table's first row
-    in the file."""
-
-    table: pa.Table
-    seg_ptr: np.ndarray
-    labels: list
-    row0: int
-
-
-def whole_segments(batches: Iterable[pa.RecordBatch], segment: Sequence[str], source: str) -> Iterator[SegmentChunk]:
-    """The batches regrouped into tables of whole segments (the rows of the last segment of a batch
-    wait for the next batch); a segment whose rows are not contiguous raises :class:`InputError`."""
-    pending: Optional[pa.Table] = None
-    seen: set = set()
-    row0 = 0
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        table = pa.Table.from_batches([batch])
-        if pending is not None:
-            table = pa.concat_tables([pending, table])
-        keys = [one_array(table[c]) for c in segment]
-        starts = run_starts(keys)
-        last = int(starts[-1])
-        if last > 0:  # rows before the last run form whole segments
-            yield _chunk(table.slice(0, last), keys, starts[:-1], row0, seen, source)
-            row0 += last
-        pending = table.slice(last)
-    if pending is not None and pending.num_rows:
-        yield _chunk(pending, [one_array(pending[c]) for c in segment], np.zeros(1, np.int64), row0, seen, source)
-
-
-def _chunk(table: pa.Table, keys: list, starts: np.ndarray, row0: int, seen: set, source: str) -> SegmentChunk:
-    labels = key_labels(keys, starts)
-    check_contiguous(labels, seen, starts + row0, source)
-    return SegmentChunk(table.combine_chunks(), np.append(starts, table.num_rows).astype(np.int64), labels, row0)
 
 
 def read_segments(path: "str | os.PathLike", hypothesis: str, segment: Sequence[str], batch_rows: int,

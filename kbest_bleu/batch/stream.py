@@ -35,8 +35,9 @@ from ..metrics.base import Counting, Metric
 from ..metrics.bleu import Bleu, score_columns
 from .summary import MetricSummary, Summary, Tally
 
-__all__ = ["COMPRESSIONS", "META_SEGMENT", "MetricSummary", "Summary", "Tally", "is_id_lists", "job_metrics",
-           "output_schema", "produced_ahead", "score_batches", "score_columns", "score_table"]
+__all__ = ["COMPRESSIONS", "META_SEGMENT", "MetricSummary", "SegmentChunk", "Summary", "Tally", "is_id_lists",
+           "job_metrics", "output_schema", "produced_ahead", "score_batches", "score_columns", "score_table",
+           "whole_segments"]
 
 COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
 META_SIGNATURE = b"kbest_bleu.signature"
@@ -108,17 +109,12 @@ class _Chunk:
         return [c.run() for c in self.countings]
 
 
-def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int, metrics: Sequence[Metric],
-                   columns: Columns, references: Optional[ReferenceTable], schema: pa.Schema, source: str,
-                   engine: str) -> _Chunk:
-    """Check a table of whole segments (``starts``: first row of each) and prepare each metric's
-    counting (:meth:`Metric.counter`). No parallel kernel runs here (it may run beside the kernels)."""
-    n = chunk.num_rows
-    seg_ptr = np.append(starts, n)
-    where = f"rows {row0}-{row0 + n - 1}"  # of ``source``, which the errors below are prefixed with
-    # a segment held back from the last batch makes two chunks: join each column once (its text
-    # is copied once), then the scoring and the output use the same arrays
-    chunk = chunk.combine_chunks()
+def _prepare_chunk(whole: SegmentChunk, metrics: Sequence[Metric], columns: Columns,
+                   references: Optional[ReferenceTable], schema: pa.Schema, source: str, engine: str) -> _Chunk:
+    """Check a table of whole segments (:func:`whole_segments`) and prepare each metric's counting
+    (:meth:`Metric.counter`). No parallel kernel runs here (it may run beside the kernels)."""
+    chunk, seg_ptr, labels, row0 = whole.table, whole.seg_ptr, whole.labels, whole.row0
+    where = f"rows {row0}-{row0 + chunk.num_rows - 1}"  # of ``source``, which the errors below are prefixed with
     hyps = one_array(chunk[columns.hypothesis])
     try:
         if is_id_lists(hyps.type):
@@ -128,7 +124,7 @@ def _prepare_chunk(chunk: pa.Table, starts: np.ndarray, labels: list, row0: int,
             hyps = hypotheses_array(hyps, row0)
         no_refs = np.flatnonzero(n_refs == 0)
         if no_refs.size:
-            raise InputError(f"segment {labels[no_refs[0]]!r} (row {row0 + int(starts[no_refs[0]])}) has no "
+            raise InputError(f"segment {labels[no_refs[0]]!r} (row {row0 + int(seg_ptr[no_refs[0]])}) has no "
                              "references; expected at least one per segment in a batch job (an empty string '' is "
                              "a valid, empty reference)")
         countings = [_counting(m.counter(hyps, refs, seg_ptr, chunk, row0), source) for m in metrics]
@@ -286,47 +282,74 @@ def _counted(chunks: Iterator[_Chunk], overlap: bool) -> Iterator[tuple[_Chunk, 
 def _prepared_chunks(batches: Iterable[pa.RecordBatch], metrics: Sequence[Metric], columns: Columns,
                      references: Optional[ReferenceTable], stats: bool, source: str,
                      schema: Optional[pa.Schema], engine: str) -> Iterator[_Chunk]:
-    """The batches regrouped into tables of whole segments, each checked and prepared
-    (:func:`_prepare_chunk`); the arguments are :func:`score_batches`'s."""
-    out_schema = None
-    pending: Optional[pa.Table] = None  # rows of the segment still open at the end of the last batch
+    """The batches regrouped into tables of whole segments (:func:`whole_segments`), each checked
+    and prepared (:func:`_prepare_chunk`); the arguments are :func:`score_batches`'s. The columns
+    and the output schema are checked on the first batch, before any row is scored."""
+    out_schema: list = []  # the output's schema, from the first batch's
+
+    def checked(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if not out_schema:
+                names = [columns.hypothesis] + list(columns.segment) + ([columns.score] if columns.score else [])
+                names += [c for m in metrics for c in m.input_columns()]
+                require_columns(batch.schema, names + ([columns.references] if references is None else []), source)
+                declared = _output_schema(schema or batch.schema, metrics, stats)
+                out_schema.append(declared.with_metadata({**declared.metadata,
+                                                          META_SEGMENT: json.dumps(list(columns.segment)).encode()}))
+            yield batch
+
+    for whole in whole_segments(checked(batches), columns.segment, source):
+        yield _prepare_chunk(whole, metrics, columns, references, out_schema[0], source, engine)
+
+
+@dataclass
+class SegmentChunk:
+    """Whole segments (:func:`whole_segments`): ``table`` (each column one array), ``seg_ptr``
+    int64[S+1] their rows, ``labels`` their keys (hashable values, tuples when composite),
+    ``row0`` the table's first row in the stream."""
+
+    table: pa.Table
+    seg_ptr: np.ndarray
+    labels: list
+    row0: int
+
+
+def whole_segments(batches: Iterable[pa.RecordBatch], segment: Sequence[str], source: str) -> Iterator[SegmentChunk]:
+    """Record batches regrouped into tables of whole segments: the rows of the segment still open at
+    the end of a batch wait for the next batch (a segment longer than a batch is read whole), so
+    memory is one batch plus one segment. Segment keys without nulls or NaN
+    (:func:`~kbest_bleu.encode.check_segment_keys`); a segment whose rows are not contiguous raises
+    :class:`InputError` naming ``source``. The score job and ``kbest-bleu mbr`` read through it."""
+    pending: Optional[pa.Table] = None
     seen: set = set()
     row0 = 0
     for batch in batches:
-        if out_schema is None:
-            names = [columns.hypothesis] + list(columns.segment) + ([columns.score] if columns.score else [])
-            names += [c for m in metrics for c in m.input_columns()]
-            require_columns(batch.schema, names + ([columns.references] if references is None else []), source)
-            in_schema = batch.schema
-            out_schema = _output_schema(schema or in_schema, metrics, stats)
-            out_schema = out_schema.with_metadata({**out_schema.metadata,
-                                                   META_SEGMENT: json.dumps(list(columns.segment)).encode()})
         if batch.num_rows == 0:
             continue
-        table = pa.Table.from_batches([batch], in_schema)
+        table = pa.Table.from_batches([batch])
         if pending is not None:
             table = pa.concat_tables([pending, table])
-        keys = [one_array(table[c]) for c in columns.segment]
+        keys = [one_array(table[c]) for c in segment]
         try:
-            check_segment_keys(keys, columns.segment, row0)
+            check_segment_keys(keys, segment, row0)
         except InputError as exc:
             raise InputError(f"{source}: {exc}") from None
         starts = run_starts(keys)
         last = int(starts[-1])
         if last > 0:  # rows before the last run form whole segments
-            done = starts[:-1]
-            labels = key_labels(keys, done)
-            check_contiguous(labels, seen, done + row0, source)
-            yield _prepare_chunk(table.slice(0, last), done, labels, row0, metrics, columns, references, out_schema,
-                                 source, engine)
+            yield _whole(table.slice(0, last), keys, starts[:-1], row0, seen, source)
             row0 += last
         pending = table.slice(last)
     if pending is not None and pending.num_rows:
-        keys = [one_array(pending[c]) for c in columns.segment]
-        starts = np.zeros(1, np.int64)
-        labels = key_labels(keys, starts)
-        check_contiguous(labels, seen, starts + row0, source)
-        yield _prepare_chunk(pending, starts, labels, row0, metrics, columns, references, out_schema, source, engine)
+        yield _whole(pending, [one_array(pending[c]) for c in segment], np.zeros(1, np.int64), row0, seen, source)
+
+
+def _whole(table: pa.Table, keys: list, starts: np.ndarray, row0: int, seen: set, source: str) -> SegmentChunk:
+    labels = key_labels(keys, starts)
+    check_contiguous(labels, seen, starts + row0, source)
+    # a segment held back from the last batch makes two chunks: each column joined once (its text
+    # copied once), then the scoring and the output use the same arrays
+    return SegmentChunk(table.combine_chunks(), np.append(starts, table.num_rows).astype(np.int64), labels, row0)
 
 
 def score_table(table: Any, config: Optional[BleuConfig] = None, **kwargs: Any) -> Any:
