@@ -30,8 +30,8 @@ NUMPY_ENGINE_BYTES = 4 << 20
 # on a first run (no compiled kernel in numba's cache), jobs up to this many bytes of text run on
 # the numpy engine rather than compile first; above it, compiling pays off at once
 COLD_NUMPY_ENGINE_BYTES = 64 << 20
-# runs of segments per thread for the text kernel, handed out as threads come free (one run per
-# thread would leave a core idle while its thread waits behind the job's reader or writer)
+# runs of segments per thread for the text and token-id kernels, handed out as threads come free
+# (one run per thread would leave a core idle while its thread waits behind the job's reader or writer)
 RUNS_PER_THREAD = 4
 # smoothing runs on row chunks of at least this size in threads
 SMOOTHING_CHUNK_ROWS = 32768

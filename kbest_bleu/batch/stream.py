@@ -70,7 +70,13 @@ def output_schema(schema: pa.Schema, config: BleuConfig, stats: bool, smoothings
 
 
 def _output_schema(schema: pa.Schema, metrics: Sequence[Metric], stats: bool) -> pa.Schema:
-    fields = [f for metric in metrics for f in metric.output_fields(stats)]
+    fields = []
+    for metric in metrics:
+        own = metric.output_fields(stats)
+        if metric.name not in [f.name for f in own]:  # the summary reads the metric's main column
+            raise InputError(f"metric {metric.name!r}: its columns {[f.name for f in own]} lack its main column "
+                             f"{metric.name!r}; a Metric names its main output column as itself")
+        fields += own
     names = [f.name for f in fields]
     if len(set(names)) != len(names):
         raise InputError(f"output columns: a name appears twice in {names}; ask for each metric once")
@@ -116,17 +122,21 @@ def _prepare_chunk(whole: SegmentChunk, metrics: Sequence[Metric], columns: Colu
     chunk, seg_ptr, labels, row0 = whole.table, whole.seg_ptr, whole.labels, whole.row0
     where = f"rows {row0}-{row0 + chunk.num_rows - 1}"  # of ``source``, which the errors below are prefixed with
     hyps = one_array(chunk[columns.hypothesis])
+    ids = is_id_lists(hyps.type)
     try:
-        if is_id_lists(hyps.type):
+        if ids:
             refs, n_refs = _id_references(chunk, seg_ptr, metrics, columns, references)
-        else:
-            refs, n_refs = _text_references(chunk, hyps, seg_ptr, labels, row0, columns, references, where, engine)
+        elif pa.types.is_string(hyps.type) or pa.types.is_large_string(hyps.type):
             hyps = hypotheses_array(hyps, row0)
+            refs, n_refs = _text_references(chunk, seg_ptr, labels, row0, columns, references, where, engine)
+        else:
+            raise InputError(f"column {columns.hypothesis!r} has Arrow type {hyps.type}; expected string")
         no_refs = np.flatnonzero(n_refs == 0)
         if no_refs.size:
+            empty = "list of ids []" if ids else "string ''"
             raise InputError(f"segment {labels[no_refs[0]]!r} (row {row0 + int(seg_ptr[no_refs[0]])}) has no "
-                             "references; expected at least one per segment in a batch job (an empty string '' is "
-                             "a valid, empty reference)")
+                             f"references; expected at least one per segment in a batch job (an empty {empty} is a "
+                             "valid, empty reference)")
         countings = [_counting(m.counter(hyps, refs, seg_ptr, chunk, row0), source) for m in metrics]
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
@@ -134,12 +144,10 @@ def _prepare_chunk(whole: SegmentChunk, metrics: Sequence[Metric], columns: Colu
     return _Chunk(chunk, seg_ptr, row0, n_refs, countings, inputs, schema)
 
 
-def _text_references(chunk: pa.Table, hyps: pa.Array, seg_ptr: np.ndarray, labels: list, row0: int,
-                     columns: Columns, references: Optional[ReferenceTable], where: str, engine: str) -> tuple:
+def _text_references(chunk: pa.Table, seg_ptr: np.ndarray, labels: list, row0: int, columns: Columns,
+                     references: Optional[ReferenceTable], where: str, engine: str) -> tuple:
     """(list<string> [S] each segment's references, int[S] their numbers) for text hypotheses;
     ``engine``: the job's (the numpy engine gathers references without kernels)."""
-    if not (pa.types.is_string(hyps.type) or pa.types.is_large_string(hyps.type)):
-        raise InputError(f"column {columns.hypothesis!r} has Arrow type {hyps.type}; expected string")
     if references is None:
         refs = segment_references(references_array(one_array(chunk[columns.references]), row0),
                                   seg_ptr, chunk.num_rows, row0, engine)
@@ -185,9 +193,9 @@ def _score_chunk(chunk: _Chunk, statistics: list, metrics: Sequence[Metric], col
     for metric, st in zip(metrics, statistics):
         out = metric.compute(st, with_stats)
         arrays += out
-        if tally is not None:  # the summary: the metric's main column (named as the metric)
+        if tally is not None:  # the summary: the metric's main column, named as the metric (_output_schema)
             names = [f.name for f in metric.output_fields(with_stats)]
-            scored.append((metric, st, to_numpy(out[names.index(metric.name) if metric.name in names else 0])))
+            scored.append((metric, st, to_numpy(out[names.index(metric.name)])))
     if tally is not None:
         score = None
         if columns.score is not None:

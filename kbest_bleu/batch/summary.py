@@ -59,7 +59,8 @@ class Tally:
             if one_best is not None:
                 self._add(self.totals, metric.name, np.stack([one_best, metric.totals(statistics, best)]))
                 self.corpus_scorers.setdefault(metric.name, metric)
-            self.metric_signatures.setdefault(metric.name, metric.signatures()[metric.name])
+            if metric.name not in self.metric_signatures:  # once per job
+                self.metric_signatures[metric.name] = metric.signatures().get(metric.name, "")
 
     @staticmethod
     def _add(sums: dict, name: str, values: np.ndarray) -> None:

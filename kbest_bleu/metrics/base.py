@@ -45,14 +45,15 @@ class Counting:
     """
 
     run: Callable[[], Any]
-    parallel: bool = True
+    parallel: bool
 
 
 @runtime_checkable
 class Metric(Protocol):
     """What the batch job needs of a metric.
 
-    name : the metric's main output column (``bleu``, ``chrf``, ``meteor``, ...).
+    name : the metric's main output column (``bleu``, ``chrf``, ``meteor``, ...), one of
+        :meth:`output_fields` (the summary's means and oracle rows are read from it).
     """
 
     name: str
@@ -112,7 +113,7 @@ class SegmentMetric:
 
     def counter(self, hypotheses: pa.Array, references: pa.Array, seg_ptr: np.ndarray, table: pa.Table,
                 row0: int = 0) -> Counting:  # noqa: ARG002 (the Metric interface)
-        return Counting(partial(self.statistics, hypotheses, references, seg_ptr, table))
+        return Counting(partial(self.statistics, hypotheses, references, seg_ptr, table), parallel=True)
 
     def totals(self, statistics: Any, rows: np.ndarray) -> Optional[np.ndarray]:  # noqa: ARG002
         return None

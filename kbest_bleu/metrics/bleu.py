@@ -31,10 +31,8 @@ def score_columns(config: BleuConfig, smoothings: Sequence = ()) -> list[tuple[s
     ``bleu_s<n>`` per entry of ``smoothings`` (Chen & Cherry number or sacrebleu name; "all" = every
     smoothing of the preset; ``bleu_plus1`` for moses's bleu+1) under the same preset and options.
     ``smoothings`` may be one comma-separated string. The statistics are counted once for all."""
-    if isinstance(smoothings, str):
-        smoothings = [x.strip() for x in smoothings.split(",") if x.strip()]
     wanted = []
-    for s in smoothings:
+    for s in _smoothing_names(smoothings):
         wanted += allowed_smoothings(config.compat) if s == "all" else [s]
     out = [("bleu", config)]
     for s in wanted:
@@ -46,6 +44,13 @@ def score_columns(config: BleuConfig, smoothings: Sequence = ()) -> list[tuple[s
         if name not in dict(out):
             out.append((name, cfg))
     return out
+
+
+def _smoothing_names(smoothings: Sequence) -> tuple:
+    """``smoothings`` as a tuple of entries (a string: comma-separated)."""
+    if isinstance(smoothings, str):
+        return tuple(x.strip() for x in smoothings.split(",") if x.strip())
+    return tuple(smoothings)
 
 
 @dataclass(frozen=True)
@@ -69,10 +74,7 @@ class Bleu(SegmentMetric):
 
     def __post_init__(self) -> None:
         # checked when built, before any row is read: bad extra smoothings, the engine
-        smoothings = self.smoothings
-        if isinstance(smoothings, str):
-            smoothings = [x.strip() for x in smoothings.split(",") if x.strip()]
-        object.__setattr__(self, "smoothings", tuple(smoothings))
+        object.__setattr__(self, "smoothings", _smoothing_names(self.smoothings))
         if self.engine not in ("kernels", "numpy"):
             raise InputError(f"engine: expected 'kernels' or 'numpy', found {self.engine!r}")
         object.__setattr__(self, "columns", score_columns(self.config, self.smoothings))
@@ -95,14 +97,16 @@ class Bleu(SegmentMetric):
                 table: pa.Table, row0: int = 0) -> Counting:  # noqa: ARG002 (the Metric interface)
         """Text: prepared now (tokenized, references flattened), counted at ``run`` (on a thread
         of its own in a batch job unless parallel kernels count it). Token ids: validated and
-        counted at ``run``, on the kernels, under ``tokenize='none'``."""
+        counted at ``run``, under ``tokenize='none'``, by kernels on plain threads (no numba
+        parallel launch: a batch job counts them ahead too)."""
         configs = [cfg for _, cfg in self.columns]
         if is_id_lists(hypotheses.type):
             from ..token_ids import segment_token_stats
 
             if any(cfg.tokenize != "none" or cfg.lowercase for cfg in configs):
                 raise InputError("token ids are tokens already: score them with tokenize='none' and no lowercasing")
-            return Counting(lambda: segment_token_stats(hypotheses, references, seg_ptr, *configs, row_offset=row0))
+            return Counting(lambda: segment_token_stats(hypotheses, references, seg_ptr, *configs, row_offset=row0),
+                            parallel=False)
         return Counting(segment_counter(hypotheses, references, seg_ptr, *configs, engine=self.engine),
                         parallel=counts_in_parallel(hypotheses, references))
 

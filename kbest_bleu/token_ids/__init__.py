@@ -51,8 +51,6 @@ from ._inputs import reference_rows, rows
 __all__ = ["TokenBleuScorer", "pairwise_token_bleu", "segment_token_stats", "self_token_bleu", "token_bleu",
            "token_config", "token_ngram_stats", "token_rows"]
 
-# runs of segments per thread, handed out as threads come free
-_RUNS_PER_THREAD = 4
 # segments of one kernel run at most (its table stamps count segments x 32 orders below 2**31)
 _MAX_RUN = 1 << 24
 # reference ids below this (or below 8x the batch's reference ids) are looked up in a direct table
@@ -202,10 +200,10 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     if n_ids >= settings.TOKEN_PARALLEL_IDS and len(segs) > 1:
         # the reference ids the segments read: a scorer's references may be many more than a batch uses
         n_ids = tok.size + int((ref_ptr[segs[:, k.SEG_R1]] - ref_ptr[segs[:, k.SEG_R0]]).sum())
-    if n_ids >= settings.TOKEN_PARALLEL_IDS and len(segs) > 1:
-        with threads_for(8 * n_ids) as n_threads:  # the package's thread count for a job this size
-            pass
-    cut = _thread_cut(hyp_ptr, ref_ptr, segs, n_threads * _RUNS_PER_THREAD if n_threads > 1 else 1)
+        if n_ids >= settings.TOKEN_PARALLEL_IDS:
+            with threads_for(8 * n_ids) as n_threads:  # the package's thread count for a job this size
+                pass
+    cut = _thread_cut(hyp_ptr, ref_ptr, segs, n_threads * settings.RUNS_PER_THREAD if n_threads > 1 else 1)
 
     def run(c: int) -> None:
         k.token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, cut[c], cut[c + 1], n_count, policy, dedupe, n_vocab,

@@ -100,3 +100,32 @@ def test_job_metrics_order_and_refusals():
         job_metrics(kb.BleuConfig(), (), [], bleu=False)
     with pytest.raises(InputError, match="extra smoothings"):
         job_metrics(kb.BleuConfig(), "3", [chrf], bleu=False)
+
+
+def test_which_countings_run_ahead():
+    """Text and token ids count on plain threads (a batch job counts the next chunk ahead, as
+    before BLEU became a Metric); pre-tokenized lists launch numba's parallel encoder."""
+    seg_ptr = np.array([0, 2])
+    text = load_metric("bleu").counter(pa.array(["a b", "a"]), pa.array([["a b"]]), seg_ptr, None)
+    lists = load_metric("bleu").counter(pa.array([["a", "b"], ["a"]]), pa.array([[["a", "b"]]]), seg_ptr, None)
+    ids = load_metric("bleu", tokenize="none").counter(pa.array([[1, 2], [1]]), pa.array([[[1, 2]], [[1, 2]]]),
+                                                       seg_ptr, None)
+    assert (text.parallel, lists.parallel, ids.parallel) == (False, True, False)
+    assert np.array_equal(load_metric("bleu").compute(text.run(), False)[0].to_numpy(),
+                          load_metric("bleu", tokenize="none").compute(ids.run(), False)[0].to_numpy())
+
+
+def test_a_metric_must_name_its_main_column_as_itself():
+    from kbest_bleu.metrics.base import SegmentMetric
+
+    class Renamed(SegmentMetric):
+        name = "m"
+
+        def input_columns(self):
+            return []
+
+        def output_fields(self, stats):
+            return [pa.field("m_score", pa.float64())]
+
+    with pytest.raises(InputError, match="lack its main column 'm'"):
+        score_table(SAMPLE.slice(0, 10), columns=COLUMNS, metrics=[Renamed()])
