@@ -198,6 +198,11 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
     if compression not in COMPRESSIONS:
         raise InputError(f"compression: expected one of {', '.join(COMPRESSIONS)}, found {compression!r}")
     check_output(dst, [src], "-o", directory=True)
+    if spark_log is not None:  # appended to, never one of the inputs (the API has no argparse guard)
+        if str(spark_log) == "-":
+            raise InputError("--spark-log: expected a file path, found '-' (standard output carries no log here; "
+                             "/dev/stderr shows it on the terminal)")
+        check_output(spark_log, [src], "--spark-log")
     score_columns(cfg, smoothings)  # bad options fail before Spark starts
     own = spark is None
     if own:
@@ -244,7 +249,7 @@ def _start_session(master: str, batch_rows: int, log: int):
     process's stderr, where ~100 lines of them buried the command's one-line error: the JVM
     inherits file descriptor 2, pointed at ``log`` while it starts, and keeps it while it runs."""
     from pyspark.sql import SparkSession
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master).appName("kbest-bleu")
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows))
                .config("spark.ui.showConsoleProgress", "false"))  # no one watches a progress bar in a log

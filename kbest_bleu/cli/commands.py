@@ -77,16 +77,15 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
 
 
 def _cmd_convert(a: argparse.Namespace) -> int:
-
     import shutil
 
     from ..batch.parquet import read_parquet_table
     from ..files.nbest import nbest_to_parquet, write_nbest
     from ..files.output import atomic_output, check_output, temporary_directory
+    from ..files.readers import input_format
     src, dst = Path(a.input), Path(a.output)
     check_output(dst, [src, *(a.refs or ())], "output")  # before reading: convert X X must not destroy X
     if a.to or a.format or a.nbest_size or a.score_field or src.suffix != ".parquet":
-        from ..files.readers import input_format
         try:
             fmt = input_format(src, a.format)[0]
         except InputError:
@@ -102,7 +101,8 @@ def _cmd_convert(a: argparse.Namespace) -> int:
         # streamed into a work file (memory: one batch), then copied through the output guard
         with temporary_directory() as tmp:
             work = Path(tmp) / "table.parquet"
-            nbest_to_parquet(src, work, reference_paths=a.refs or (), option="convert IN", codec="zstd")
+            compression = input_format(src, "nbest")[1]  # .gz/.bz2/.zst, as score reads them
+            nbest_to_parquet(src, work, compression, reference_paths=a.refs or (), option="convert IN", codec="zstd")
             with atomic_output(dst, [src, *(a.refs or ())], "output") as out:
                 shutil.copyfile(work, out)
     print(f"wrote {dst}", file=sys.stderr)

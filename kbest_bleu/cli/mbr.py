@@ -138,7 +138,10 @@ def _chunk_utilities(a: argparse.Namespace, chunk, pseudo, matrix, seg0: int):
         weights = _segment_weights(ptable, a.pseudo_score_col, ref_ptr, a.temperature, "--pseudo-score-col")
     k, r = np.diff(seg_ptr), np.diff(ref_ptr)
     utility = np.zeros(table.num_rows)
-    for s0, s1 in _pair_groups(k * r):
+    # the pairs counted: exact BLEU against a separate set scores each segment's candidates and
+    # samples as one group ((K+R)^2 pairs, tuning.mbr), chrF and the aggregates K x R at most
+    separate_bleu = pseudo is not None and a.utility == "bleu" and not a.aggregate
+    for s0, s1 in _pair_groups((k + r) ** 2 if separate_bleu else k * r):
         h0, h1, r0, r1 = seg_ptr[s0], seg_ptr[s1], ref_ptr[s0], ref_ptr[s1]
         sub_ptr, sub_ref_ptr = seg_ptr[s0:s1 + 1] - h0, ref_ptr[s0:s1 + 1] - r0
         sub_refs = None if refs is None else refs.slice(r0, r1 - r0)
@@ -166,11 +169,15 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
     from .. import settings
     from ..batch.segments import InStep, read_segments
     from ..files.output import atomic_output, check_finite, temporary_directory
+    from ..stats import segment_argmax
 
     _logging(a.quiet)
     if a.aggregate and a.matrix:
         raise InputError("--matrix: the aggregated utilities compare each candidate with one aggregated "
                          "pseudo-reference; leave --aggregate out for the K x R matrix")
+    if a.matrix and a.sort:  # the matrix's rows would number the sorted copies, not the files given
+        raise InputError("--matrix: its candidate_row and pseudo_reference_row number the rows of the files as "
+                         "given, which --sort reorders; sort the files by segment first, or leave --matrix out")
     if (a.pseudo_score_col or a.pseudo_nbest_size) and not a.pseudo_refs:
         raise InputError("--pseudo-score-col, --pseudo-nbest-size: options of the pseudo-reference file; add "
                          "--pseudo-refs FILE")
@@ -204,9 +211,7 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
                 atomic_output(a.matrix, inputs, "--matrix")), m_schema))
         for chunk in chunks:
             utility = _chunk_utilities(a, chunk, pseudo, matrix, totals.segments)
-            seg_ptr = chunk.seg_ptr
-            labels = np.repeat(np.arange(len(seg_ptr) - 1), np.diff(seg_ptr))
-            chosen = np.lexsort((-utility, labels))[seg_ptr[:-1]]  # stable: ties keep the lowest row
+            chosen = segment_argmax(utility, chunk.seg_ptr)  # ties keep the lowest row
             selected = np.zeros(chunk.table.num_rows, bool)
             selected[chosen] = True
             added = pa.record_batch([pa.array(utility, pa.float64()), pa.array(selected)], ["mbr_utility", "mbr_selected"])
@@ -214,7 +219,7 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
             out = chunk.table.append_column("mbr_utility", added[0]).append_column("mbr_selected", added[1])
             if writer is not None:
                 writer.write_table(out.take(pa.array(chosen)) if a.select else out)
-            _tally(a, totals, chunk, chosen, labels, utility)
+            _tally(a, totals, chunk, chosen, utility)
         if pseudo is not None:
             pseudo.finish()
     if not a.quiet:  # beside a parquet written to standard output: on standard error
@@ -228,12 +233,10 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
     return 0
 
 
-def _tally(a: argparse.Namespace, totals: _Totals, chunk, chosen, labels, utility) -> None:
+def _tally(a: argparse.Namespace, totals: _Totals, chunk, chosen, utility) -> None:
     """The chunk's share of the summary: counts, the selection's utility and, with references in
     the input, the corpus BLEU statistics of the selection and of the first row's (or 1-best's)."""
-    import numpy as np
-
-    from ..stats import ngram_stats
+    from ..stats import ngram_stats, segment_argmax
     totals.segments += len(chosen)
     totals.rows += chunk.table.num_rows
     totals.utility += float(utility[chosen].sum())
@@ -242,7 +245,7 @@ def _tally(a: argparse.Namespace, totals: _Totals, chunk, chosen, labels, utilit
     first = chunk.seg_ptr[:-1]
     if a.score_col:
         scores = chunk.table[a.score_col].to_numpy(zero_copy_only=False)
-        first = np.lexsort((-scores, labels))[chunk.seg_ptr[:-1]]
+        first = segment_argmax(scores.astype(float), chunk.seg_ptr)
     hyps, refs, cfg = chunk.table[a.hyp_col], chunk.table[a.ref_col], config_from(a)
     for name, rows in (("MBR selection", chosen), ("1-best" if a.score_col else "first row", first)):
         totals.bleu.setdefault(name, []).append(ngram_stats(hyps.take(rows), refs.take(rows), None, cfg).sum())

@@ -141,9 +141,8 @@ def read_kbest(path: "str | os.PathLike", fmt: Optional[str] = None, *, hypothes
     fmt, compression = input_format(path, fmt)
     if fmt == "nbest":
         from .nbest import read_nbest
-        _no_nbest_size(fmt, nbest_size)
-        with local_copy(path, option) if str(path) == "-" else contextlib.nullcontext(path) as plain:
-            return read_nbest(plain, option=option, compression=None if str(path) == "-" else compression)
+        with _nbest_file(path, compression, option, nbest_size) as (plain, codec):
+            return read_nbest(plain, option=option, compression=codec)
     batches = list(iter_kbest(path, fmt, hypothesis=hypothesis, references=references, option=option,
                               nbest_size=nbest_size, block_bytes=block_bytes))
     return pa.Table.from_batches(batches, batches[0].schema)
@@ -158,12 +157,24 @@ def kbest_to_parquet(path: "str | os.PathLike", dst: "str | os.PathLike", fmt: O
     fmt, compression = input_format(path, fmt)
     if fmt == "nbest":
         from .nbest import nbest_to_parquet
-        register_input(path, option)
-        _no_nbest_size(fmt, nbest_size)
-        with local_copy(path, option) if str(path) == "-" else contextlib.nullcontext(path) as plain:
-            return nbest_to_parquet(plain, dst, None if str(path) == "-" else compression, option=option)
+        with _nbest_file(path, compression, option, nbest_size) as (plain, codec):
+            return nbest_to_parquet(plain, dst, codec, option=option)
     return write_batches(iter_kbest(path, fmt, hypothesis=hypothesis, references=references, option=option,
                                     nbest_size=nbest_size, block_bytes=block_bytes), dst)
+
+
+@contextlib.contextmanager
+def _nbest_file(path: "str | os.PathLike", compression: Optional[str], option: str,
+                nbest_size: Optional[int]) -> Iterator[tuple]:
+    """(file, compression) as :class:`kbest_bleu.files.nbest.NbestBatches` reads n-best text: the
+    file itself (decompressed as it is read), or standard input through a local copy."""
+    _no_nbest_size("nbest", nbest_size)
+    register_input(path, option)  # never an output of the running command
+    if str(path) == "-":
+        with local_copy(path, option) as plain:
+            yield plain, None
+    else:
+        yield path, compression
 
 
 def _no_nbest_size(fmt: str, nbest_size: Optional[int]) -> None:

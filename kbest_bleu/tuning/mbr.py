@@ -135,7 +135,9 @@ def pairwise_bleu(hypotheses: Any, seg_ptr: Any, config: Optional[BleuConfig] = 
     pseudo-reference j as its only reference (sacrebleu's ``sentence_score(candidate_i,
     [pseudo_reference_j])`` under the config). The pseudo-references are the candidates (R = K)
     unless ``pseudo_references`` are given, with their segment pointers ``pseudo_ptr`` (None: one
-    segment). Memory: P = sum K x R floats (the caller asked for the matrices)."""
+    segment). Memory: the P = sum K x R floats returned (the caller asked for the matrices), and
+    while counting, statistics of every ordered pair of a segment's candidates and samples, (K + R)^2
+    rows for a separate set (the pair kernel scores one group; K x R of them are kept)."""
     cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
     seg_ptr = np.asarray(seg_ptr, np.int64)

@@ -13,6 +13,7 @@ import pytest
 import kbest_bleu as kb
 from kbest_bleu.files.output import TEMP_MARK
 from kbest_bleu.batch import Columns, score_table
+from kbest_bleu.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -223,3 +224,17 @@ def test_spark_scores_token_id_columns_as_token_bleu(spark, tmp_path):
     assert np.array_equal(got["bleu"].to_numpy(), text)
     assert summary.rows == len(hyps) and summary.segments == 60
     assert "tok:none" in json.loads((out / META_FILE).read_text())["kbest_bleu.signature"]
+
+
+def test_spark_log_is_never_an_input(tmp_path):
+    """The Python API's spark_log (appended to) is refused when it is the input, before Spark
+    starts, and '-' is refused (it would create a file named '-')."""
+    pytest.importorskip("pyspark")
+    from kbest_bleu.batch.spark import score_parquet_spark
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"segment_id": [0], "hypothesis": ["a b"], "references": [["a b"]]}), src)
+    before = src.read_bytes()
+    for log in (src, "-"):
+        with pytest.raises(InputError, match="--spark-log"):
+            score_parquet_spark(str(src), str(tmp_path / "out"), spark_log=str(log))
+    assert src.read_bytes() == before and not (tmp_path / "out").exists() and not (tmp_path / "-").exists()

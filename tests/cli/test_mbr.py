@@ -276,6 +276,10 @@ def test_pseudo_refs_refusals(tmp_path, capsys):
     err = _one_line_error(capsys)
     assert "segment 0" in err and "same order" in err and "--sort" in err
     assert main(base + ["--pseudo-refs", str(tmp_path / "shuffled.parquet"), "--sort"]) == 0
+    # the matrix numbers the rows of the files given, which --sort reorders: refused together
+    assert main(base + ["--pseudo-refs", str(tmp_path / "shuffled.parquet"), "--sort", "--matrix",
+                        str(tmp_path / "m.parquet")]) == 2
+    assert "--matrix" in capsys.readouterr().err and not (tmp_path / "m.parquet").exists()
     got = pq.read_table(tmp_path / "o.parquet")["mbr_utility"].to_numpy()
     assert np.allclose(got, [np.mean([_bleu("a b", "a b")]), _bleu("a c", "a b"), _bleu("b", "b"),
                              np.mean([_bleu("c d", "c d"), _bleu("c d", "c")]),

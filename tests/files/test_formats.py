@@ -486,3 +486,9 @@ def test_convert_nbest_to_parquet_streams_the_rows_written(tmp_path):
     assert t["feature_values"].to_pylist() == [[f["lm"], f.get("tm", 0.0)] for _, _, f, _ in rows]
     assert t["model_score"].to_pylist() == [sc for *_, sc in rows]
     assert t["references"].to_pylist() == [[refs[s]] for s, *_ in rows]
+    # compressed as score reads it: the same table
+    import gzip
+    (tmp_path / "k.nbest.gz").write_bytes(gzip.compress((tmp_path / "k.nbest").read_bytes()))
+    assert main(["convert", str(tmp_path / "k.nbest.gz"), str(tmp_path / "gz.parquet"), "-r",
+                 str(tmp_path / "ref.txt")]) == 0
+    assert pq.read_table(tmp_path / "gz.parquet").equals(t)
