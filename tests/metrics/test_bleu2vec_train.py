@@ -124,3 +124,13 @@ def test_cli_metaeval_without_data_exits_2(tmp_path, capsys):
     args = _parser().parse_args(["bleu2vec", "metaeval", "--data", str(tmp_path)])
     assert args.func(args) == 2
     assert "expected the shared data" in capsys.readouterr().err
+
+
+def test_train_refuses_an_existing_file_as_its_model_directory(tmp_path):
+    """The library call, not only the command: an existing file is never replaced by a directory."""
+    from kbest_bleu.errors import InputError
+    (tmp_path / "corpus.txt").write_text("the cat sat on the mat\n")
+    (tmp_path / "model").write_text("keep me")
+    with pytest.raises(InputError, match="is an existing file; expected a model directory"):
+        train(tmp_path / "corpus.txt", tmp_path / "model", orders=(1,))
+    assert (tmp_path / "model").read_text() == "keep me"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from ...cli.options import float_range, int_range, positive_int, reads, seed_int, threads_int, writes
@@ -60,10 +59,6 @@ def _train(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"kbest-bleu bleu2vec train: --orders: expected comma-separated integers such as 1,2,3, "
               f"found {args.orders!r}", file=sys.stderr)
-        return 2
-    if Path(args.output).exists() and not Path(args.output).is_dir():  # not replaced: models go into a directory
-        print(f"kbest-bleu bleu2vec train: -o {args.output}: is an existing file; expected a model directory "
-              "(a new one, or one to add models to)", file=sys.stderr)
         return 2
     try:
         paths = train(args.corpus, args.output, orders=orders, joint=args.joint, name=args.name,

@@ -271,6 +271,10 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
     no Python lists of n-grams in memory, and the workers do not contend for the GIL).
     Returns the written paths.
     """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():  # not replaced: models go into a directory
+        raise InputError(f"-o {out}: is an existing file; expected a model directory (a new one, or one to add "
+                         "models to)")
     try:
         from gensim.models import Word2Vec
     except ImportError:
@@ -281,7 +285,6 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
     sentences = read_corpus(corpus, tokenize)
     if not sentences:
         raise InputError(f"corpus {str(corpus)!r}: expected sentences, found no token")
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     settings = dict(vector_size=vector_size, window=5, sg=1, negative=5, workers=workers, seed=seed)
     jobs = [(n, f"{name}.{n}gram.w2v.bin") for n in orders] + ([(0, f"{name}.joint.w2v.bin")] if joint else [])
