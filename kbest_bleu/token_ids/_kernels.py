@@ -181,9 +181,12 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     The loops are branch-free where the data decide (a new id or a repeated one, a match or not:
     as likely as not, so a branch would be mispredicted half the time): lists are compacted by
     writing every position and advancing by the condition; an insert writes its slot whether the
-    key was there or not. Clipping: a pass adds 1 to ``cnt[node]`` per occurrence (a hypothesis's
-    occurrence k of a node matches while k <= its clip count, compared before the increment); a
-    reference's second pass takes the max into ``clip`` and sets ``cnt`` back to 0.
+    key was there or not; a hypothesis n-gram that no reference has is counted on the node
+    ``miss``, whose clip count is 0, in the same loop as the lookup. Clipping: a pass adds 1 to
+    ``cnt[node]`` per occurrence (a hypothesis's occurrence k of a node matches while k <= its
+    clip count, compared before the increment; a second pass over its live nodes sets ``cnt``
+    back to 0); a reference's second pass takes the max into ``clip`` and sets ``cnt`` back to 0,
+    except in a segment of one reference, which counts straight into ``clip``.
     """
     max_ref_tok, max_ref_ngrams, max_hyp_tok, max_hyps, max_refs = _run_sizes(hyp_ptr, ref_ptr, segs, s0, s1,
                                                                               n_count)
@@ -192,9 +195,10 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     tri = np.zeros(2 << _sparse_capacity(max_ref_tok), np.int64)  # one order's n-grams at a time
     rows = np.zeros(2 << _capacity(max_hyps if dedupe else 0), np.int64)
     n_nodes_cap = max_ref_tok + max_ref_ngrams + 1
-    clip = np.zeros(n_nodes_cap, np.int32)  # max count over the references, 0 after each segment
-    cnt = np.zeros(n_nodes_cap, np.int32)  # counts of the current pass, 0 between passes
-    hit = np.zeros(n_nodes_cap, np.uint8)  # some hypothesis of the segment has the n-gram
+    miss = n_nodes_cap  # the node of a hypothesis n-gram no reference has (clip 0)
+    clip = np.zeros(n_nodes_cap + 1, np.int32)  # max count over the references, 0 after each segment
+    cnt = np.zeros(n_nodes_cap + 1, np.int32)  # counts of the current pass, 0 between passes
+    hit = np.zeros(n_nodes_cap + 1, np.uint8)  # some hypothesis of the segment has the n-gram
     rid = np.empty(max_ref_tok, np.int32)  # local ids of the segment's references
     rpos = np.empty(max_ref_tok, np.int32)  # live lists of the references: position, node
     rnode = np.empty(max_ref_tok, np.int32)
@@ -211,6 +215,9 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
         a0, a1 = ref_ptr[r0], ref_ptr[r1]
         c0 = hyp_ptr[h0]
         nh = h1 - h0
+        # one reference: its counts are the clip counts (no max to take)
+        single = r1 - r0 - (1 if r0 <= skip < r1 else 0) == 1
+        rcnt = clip if single else cnt
         # lengths; a duplicate of an earlier hypothesis of the segment is copied at the end
         rshift = 62 - _capacity(nh)
         rmask = (1 << (62 - rshift)) - 1
@@ -268,8 +275,9 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                 if r != skip:
                     b0, b1 = ref_ptr[r] - a0, ref_ptr[r + 1] - a0
                     for k in range(b0, b1):
-                        cnt[rid[k]] += 1
-                    _clip_pass(rid, b0, b1, cnt, clip)
+                        rcnt[rid[k]] += 1
+                    if not single:
+                        _clip_pass(rid, b0, b1, cnt, clip)
             for h in range(h0, h1):
                 if dup[h - h0] >= 0:
                     continue
@@ -284,12 +292,16 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                         w = uni[2 * u + 1]
                         hid[k] = w & _LOW32 if (w >> 32) == seg_stamp else -1
                 j = b0
+                m = 0
                 for k in range(b0, b1):
                     x = hid[k]
+                    found = x >= 0
+                    x = x if found else miss
                     hpos[j] = k
                     hnode[j] = x
-                    j += x >= 0
-                m = _count_hyp(hnode, b0, j, cnt, clip, hit)
+                    j += found
+                    m += _count_one(x, cnt, clip, hit)
+                _reset_counts(hnode, b0, j, cnt, miss)
                 n_live[h - h0] = j - b0
                 matches[out0 + h - h0, 0] = m
             for r in range(r0, r1):
@@ -339,13 +351,15 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                     tri[2 * e + 1] = (o_stamp << 32) | x
                     n_nodes += new
                     rnode[q] = x
-                    cnt[x] += 1
-                _clip_pass(rnode, b0, j, cnt, clip)
+                    rcnt[x] += 1
+                if not single:
+                    _clip_pass(rnode, b0, j, cnt, clip)
             for h in range(h0, h1):
                 if dup[h - h0] >= 0:
                     continue
                 b0, end = hyp_ptr[h] - c0, hyp_ptr[h + 1] - c0
                 j = b0
+                m = 0
                 for q in range(b0, b0 + n_live[h - h0]):
                     i = hpos[q]
                     if i + n >= end:
@@ -354,10 +368,13 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                     key = (np.int64(hnode[q]) << 32) | (np.int64(hid[i + n]) & _LOW32)
                     e = _find(tri, key, tshift, o_stamp)
                     w = tri[2 * e + 1]
+                    found = (w >> 32) == o_stamp
+                    x = w & _LOW32 if found else miss
                     hpos[j] = i
-                    hnode[j] = w & _LOW32
-                    j += (w >> 32) == o_stamp
-                m = _count_hyp(hnode, b0, j, cnt, clip, hit)
+                    hnode[j] = x
+                    j += found
+                    m += _count_one(x, cnt, clip, hit)
+                _reset_counts(hnode, b0, j, cnt, miss)
                 n_live[h - h0] = j - b0
                 matches[out0 + h - h0, n] = m
         # the segment's tables back to their resting state
@@ -389,19 +406,22 @@ def _clip_pass(nodes, b0, b1, cnt, clip):
 
 
 @njit(cache=True, inline="always")
-def _count_hyp(nodes, b0, b1, cnt, clip, hit):
-    """A hypothesis's clipped matches among the nodes of its live positions nodes[b0:b1]: its
-    occurrence k of a node matches while k <= the node's clip count. Marks the nodes as some
-    hypothesis's and leaves ``cnt`` at 0."""
-    m = 0
-    for i in range(b0, b1):
-        x = nodes[i]
-        m += cnt[x] < clip[x]
-        cnt[x] += 1
-        hit[x] = 1
+def _count_one(x, cnt, clip, hit):
+    """One occurrence of node ``x`` in a hypothesis: 1 if it matches (occurrence k of a node
+    matches while k <= its clip count, compared before the increment), else 0; counts it in
+    ``cnt`` and marks the node as some hypothesis's."""
+    m = cnt[x] < clip[x]
+    cnt[x] += 1
+    hit[x] = 1
+    return m
+
+
+@njit(cache=True, inline="always")
+def _reset_counts(nodes, b0, b1, cnt, miss):
+    """``cnt`` back to 0 after a hypothesis's pass over the live nodes nodes[b0:b1] and ``miss``."""
     for i in range(b0, b1):
         cnt[nodes[i]] = 0
-    return m
+    cnt[miss] = 0
 
 
 @njit(cache=True, nogil=True)
