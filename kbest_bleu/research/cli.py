@@ -156,12 +156,10 @@ def _comparison(a: argparse.Namespace, table, pairs, corr: dict, sys_table, lps)
 
 
 def _cmd_judged(a: argparse.Namespace) -> int:
-    import numpy as np
-    import pyarrow as pa
 
     from ..batch.parquet import read_parquet_table
     from ..errors import InputError
-    from .judged import judged_correlations, system_correlations, system_table
+    from .judged import check_judged_table, judged_correlations, system_correlations, system_table
     _check_plot(a)
     if a.plot and a.wmt_style:
         raise InputError("metaeval judged: --plot draws the correlation tables' scatter, not --wmt-style's; "
@@ -174,26 +172,9 @@ def _cmd_judged(a: argparse.Namespace) -> int:
     table = read_parquet_table(a.table, "metaeval judged TABLE")  # empty, truncated, not parquet: one line
     pairs = read_parquet_table(a.pairs, "--pairs") if a.pairs else None
     metrics = a.metric.split(",")
-    for name in ("lp", "segment_id", "system"):  # both levels need them: checked before the bootstrap runs
-        if name not in table.column_names:
-            raise InputError(f"{a.table}: no column {name!r}; expected lp, segment_id, system and the metric columns "
-                             f"(the system level averages each system's segments), found {', '.join(table.column_names)}")
-    for name in metrics + ([a.human] if a.human else []):  # both recipes read them: named before any work
-        if name not in table.column_names:
-            raise InputError(f"{a.table}: no column {name!r} (--metric, --human); found {', '.join(table.column_names)}")
-        kind = table.schema.field(name).type
-        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-            raise InputError(f"{a.table}: column {name!r} (--metric, --human) holds {kind}; expected numbers")
-    for name in metrics + ([a.human] if a.human else []):  # a human score may be null or NaN: unrated
-        values = table[name].to_numpy(zero_copy_only=False).astype(np.float64)
-        bad = np.flatnonzero(np.isinf(values) if name == a.human else ~np.isfinite(values))
-        if bad.size:
-            raise InputError(f"{a.table}: row {int(bad[0])} of column {name!r} holds {values[bad[0]]!r}; expected "
-                             + ("finite human scores (null or NaN: unrated)" if name == a.human else
-                                "a finite metric score on every row (drop or fill the row)"))
-    for path, t in ((a.table, table), (a.pairs, pairs)):
-        if t is not None and t.num_rows == 0:
-            raise InputError(f"{path}: no rows; expected judged segments")
+    check_judged_table(table, metrics, a.human, str(a.table))  # before the bootstrap runs: one line
+    if pairs is not None and pairs.num_rows == 0:
+        raise InputError(f"{a.pairs}: no rows; expected judged segments")
     if a.wmt_style:
         return _wmt_style(a, table, pairs, metrics)
     corr = {m: judged_correlations(table, m, pairs=pairs, human=a.human, n_boot=a.n_boot, seed=a.seed,

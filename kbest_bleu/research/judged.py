@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 from ..errors import InputError
 from .correlation import TAU_VARIANTS, kendall_tau_b, pearson, spearman
 
-__all__ = ["Correlation", "judged_correlations", "metric_difference", "system_correlations", "system_table",
-           "williams_test"]
+__all__ = ["Correlation", "check_judged_table", "judged_correlations", "metric_difference", "system_correlations",
+           "system_table", "williams_test"]
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,39 @@ class Correlation:
     samples: np.ndarray  # float64[B], the statistic on each bootstrap resample (for paired tests)
 
 
-def _column(table: pa.Table, name: str, where: str) -> np.ndarray:
-    if name not in table.column_names:
-        raise InputError(f"{where}: no column {name!r}; found {', '.join(table.column_names)}; "
-                         "score the table first (kbest-bleu score --metric ...) or name an existing column")
+def _column(table: pa.Table, name: str) -> np.ndarray:
+    """A column of a table :func:`check_judged_table` passed, as float64 (null: NaN)."""
     return table[name].to_numpy(zero_copy_only=False).astype(np.float64)
+
+
+def check_judged_table(table: pa.Table, metrics: Sequence[str], human: Optional[str] = None,
+                       where: str = "scored table") -> None:
+    """Raise :class:`InputError` (one line naming ``where``, the column and the row) unless ``table``
+    can be meta-evaluated: rows, the columns lp, segment_id and system (both levels read them), each
+    of ``metrics`` a numeric column finite on every row, and ``human`` (when given) a numeric column
+    that may be null or NaN (unrated) but not infinite. Run by :func:`judged_correlations` and
+    :func:`system_table` before any work, and by ``kbest-bleu metaeval judged`` with the file's name."""
+    for name in ("lp", "segment_id", "system"):
+        if name not in table.column_names:
+            raise InputError(f"{where}: no column {name!r}; expected lp, segment_id, system and the metric columns "
+                             f"(the system level averages each system's segments), found {', '.join(table.column_names)}")
+    columns = list(metrics) + ([human] if human else [])
+    for name in columns:
+        if name not in table.column_names:
+            raise InputError(f"{where}: no column {name!r}; found {', '.join(table.column_names)}; score the table "
+                             "first (kbest-bleu score --metric ...) or name an existing column")
+        kind = table.schema.field(name).type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            raise InputError(f"{where}: column {name!r} holds {kind}; expected numbers")
+    for name in columns:
+        values = table[name].to_numpy(zero_copy_only=False).astype(np.float64)
+        bad = np.flatnonzero(np.isinf(values) if name == human else ~np.isfinite(values))
+        if bad.size:
+            raise InputError(f"{where}: row {int(bad[0])} of column {name!r} holds {float(values[bad[0]])!r}; expected "
+                             + ("finite human scores (null or NaN: unrated)" if name == human else
+                                "a finite metric score on every row (drop or fill the row)"))
+    if table.num_rows == 0:
+        raise InputError(f"{where}: no rows; expected judged segments")
 
 
 def _pair_signs(table: pa.Table, pairs: pa.Table, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -54,7 +82,7 @@ def _pair_signs(table: pa.Table, pairs: pa.Table, metric: str) -> tuple[np.ndarr
     from .metaeval import _lookup
     rb = _lookup(table, pairs.select(["lp", "segment_id", "better_system"]).rename_columns(keys), keys, "better_system")
     rw = _lookup(table, pairs.select(["lp", "segment_id", "worse_system"]).rename_columns(keys), keys, "worse_system")
-    score = _column(table, metric, "scored table")
+    score = _column(table, metric)
     return np.sign(score[rb] - score[rw]), _segment_keys(pairs)
 
 
@@ -93,6 +121,7 @@ def judged_correlations(table: pa.Table, metric: str, *, pairs: Optional[pa.Tabl
     with the same seed share resamples). Returns [Correlation]."""
     if (pairs is None) == (human is None):
         raise InputError("judged_correlations: expected exactly one of pairs= (preferences) or human= (a score column)")
+    check_judged_table(table, [metric], human)
     out = []
     if pairs is not None:
         sign, seg = _pair_signs(table, pairs, metric)
@@ -104,10 +133,8 @@ def judged_correlations(table: pa.Table, metric: str, *, pairs: Optional[pa.Tabl
             per = np.bincount(idx, weights=s, minlength=counts.shape[1])
             out.append(_interval(f"tau_{variant}", per.sum() / n.sum(), counts @ per / (counts @ n), level))
         return out
-    x, y = _column(table, metric, "scored table"), _column(table, human, "judged table")
+    x, y = _column(table, metric), _column(table, human)
     rated = ~np.isnan(y)
-    if np.isnan(x[rated]).any():
-        raise InputError(f"{metric}: NaN on a rated row; expected a score wherever {human} is set")
     x, y, seg = x[rated], y[rated], _segment_keys(table.filter(pa.array(rated)))
     idx, counts = _resample_counts(seg, n_boot, seed)
     members = np.argsort(idx, kind="stable")
@@ -148,6 +175,7 @@ def system_table(table: pa.Table, metrics: Sequence[str], *, pairs: Optional[pa.
     """Per (lp, system): the mean of each metric column and the human score (wins / (wins +
     losses) from ``pairs``, or the mean of the rated ``human`` column)."""
     from .metaeval import human_system_scores
+    check_judged_table(table, metrics, human)
     agg = table.group_by(["lp", "system"]).aggregate([(m, "mean") for m in metrics])
     agg = agg.select(["lp", "system"] + [f"{m}_mean" for m in metrics]).rename_columns(["lp", "system"] + list(metrics))
     if pairs is not None:

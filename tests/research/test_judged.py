@@ -79,3 +79,23 @@ def test_bad_input_says_what_to_do():
         judged.judged_correlations(TABLE, "m")
     with pytest.raises(InputError, match="no column 'bleu_s7'.*score the table first"):
         judged.judged_correlations(TABLE, "bleu_s7", pairs=PAIRS)
+
+
+@pytest.mark.parametrize("fn", ["judged_correlations", "system_table"])
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t.drop_columns(["system"]), "no column 'system'"),
+    (lambda t: t.set_column(3, "m", pa.array(["x"] * 6)), "column 'm' holds string; expected numbers"),
+    (lambda t: t.set_column(3, "m", pa.array([0.5, np.nan, 0.1, 0.2, 0.3, 0.4])), "row 1 of column 'm' holds nan"),
+    (lambda t: t.set_column(5, "h", pa.array([1.0, 2.0, np.inf, 1.0, 2.0, 3.0])), "row 2 of column 'h' holds inf"),
+    (lambda t: t.slice(0, 0), "no rows"),
+])
+def test_library_functions_check_the_table_as_the_command_does(fn, change, message):
+    # the same one-line checks as kbest-bleu metaeval judged, before any bootstrap work; an unrated
+    # human score (NaN) is allowed, an infinite one is not
+    with pytest.raises(InputError, match=message):
+        if fn == "judged_correlations":
+            judged.judged_correlations(change(TABLE), "m", human="h", n_boot=10)
+        else:
+            judged.system_table(change(TABLE), ["m"], human="h")
+    unrated = TABLE.set_column(5, "h", pa.array([1.0, np.nan, 2.0, 1.0, 2.0, 3.0]))
+    assert judged.system_table(unrated, ["m"], human="h").num_rows == 3
