@@ -47,7 +47,7 @@ MAX_ROW_BYTES = 4 << 20
 # decides the columns' types. Twice MAX_ROW_BYTES, so that a row the job accepts fits with its
 # other columns and JSON escapes; the readers' memory grows with it (JSON: ~64 MiB at 8 MiB)
 TEXT_BLOCK_BYTES = 2 * MAX_ROW_BYTES
-# MBR: pairs of one chunk of segments (K x K each), so memory stays bounded for K = 1,000
+# MBR: pairs of one chunk of segments (K x R each), so memory stays bounded for K = 1,000
 MAX_PAIRS_PER_CHUNK = 4_000_000
 # the program's malloc settings (kbest_bleu.program): blocks up to MMAP_THRESHOLD from the heap,
 # freed memory kept up to TRIM_THRESHOLD

@@ -176,31 +176,47 @@ def stats_from_encoded(enc: Encoded, *configs: BleuConfig) -> BleuStats:
     return BleuStats(m, t, c, r)
 
 
-def pair_stats(tok: np.ndarray, row_ptr: np.ndarray, group_ptr: np.ndarray, *configs: BleuConfig) -> BleuStats:
+def pair_stats(tok: np.ndarray, row_ptr: np.ndarray, group_ptr: np.ndarray, *configs: BleuConfig,
+               ref_ptr: Any = None) -> BleuStats:
     """BLEU statistics of every ordered pair of rows within each group: row j of group g scored
-    against row i of the same group as its only reference (MBR's pseudo-references, self-BLEU).
+    against row i of the same group as its only reference (MBR's pseudo-references, self-BLEU);
+    with ``ref_ptr``, every hypothesis row of group g against every reference row of group g
+    (MBR against a separate sample set: only the K x R pairs, not those of the union).
 
     Parameters
     ----------
     tok : int32[T] token ids (>= 0) of all rows, CSR by ``row_ptr`` int64[H+1]
-    group_ptr : int64[G+1] rows group_ptr[g]:group_ptr[g+1] form group g (size K_g)
+    group_ptr : int64[G+1] rows group_ptr[g]:group_ptr[g+1] form group g (size K_g): from 0 to H,
+        or, with ``ref_ptr``, non-decreasing within 0..H
     configs : what to count (:func:`counting_args`)
+    ref_ptr : int64[G+1], optional: rows ref_ptr[g]:ref_ptr[g+1] are group g's references (R_g of
+        them; non-decreasing within 0..H, e.g. pseudo-references stored after all hypotheses);
+        None: each group's own rows (R_g = K_g)
 
     Returns
     -------
-    BleuStats of sum_g K_g**2 pairs; group g's block starts at sum_{h<g} K_h**2 and is laid out
-    reference-major: pair (i, j) -> i * K_g + j (hypothesis j against reference i).
+    BleuStats of sum_g K_g * R_g pairs; group g's block starts at sum_{h<g} K_h * R_h and is laid
+    out reference-major: pair (reference i, hypothesis j) -> i * K_g + j.
     """
     tok = np.ascontiguousarray(tok, dtype=np.int32)
     row_ptr = check_group_pointers(row_ptr, len(tok))
-    group_ptr = check_group_pointers(group_ptr, len(row_ptr) - 1)
+    n_rows = len(row_ptr) - 1
+    if ref_ptr is None:
+        group_ptr = ref_ptr = check_group_pointers(group_ptr, n_rows)
+    else:  # hypotheses and references: runs of rows, neither need cover them all
+        group_ptr, ref_ptr = np.asarray(group_ptr, dtype=np.int64), np.asarray(ref_ptr, dtype=np.int64)
+        for name, ptr in (("group_ptr", group_ptr), ("ref_ptr", ref_ptr)):
+            if (ptr.ndim != 1 or ptr.shape != group_ptr.shape or not ptr.size or ptr[0] < 0 or ptr[-1] > n_rows
+                    or (np.diff(ptr) < 0).any()):
+                raise InputError(f"pair_stats: {name}: expected non-decreasing row numbers within 0..{n_rows}, one "
+                                 f"more than the groups, as many as group_ptr ({name}[g]:{name}[g+1] are group g's "
+                                 f"rows), found {ptr!r}")
     if len(tok) and tok.min() < 0:
         raise InputError("pair_stats: token ids must be >= 0")
-    sizes = np.diff(group_ptr)
-    out_ptr = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
+    out_ptr = np.r_[0, np.cumsum(np.diff(group_ptr) * np.diff(ref_ptr))].astype(np.int64)
     n_orders = counting_args(*configs)[0]
     with threads_for(tok.nbytes) as n_threads:
-        m, t, c, r = kernels()._pair_stats(tok, row_ptr, group_ptr, out_ptr, n_orders, n_threads)
+        m, t, c, r = kernels()._pair_stats(tok, row_ptr, group_ptr, ref_ptr, out_ptr, n_orders, n_threads)
     return BleuStats(m, t, c, r)
 
 

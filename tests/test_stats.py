@@ -16,7 +16,7 @@ import kbest_bleu as kb
 from kbest_bleu.counting import _kernels as kernels
 from kbest_bleu.counting import codes
 from kbest_bleu.encode import encode
-from kbest_bleu.stats import text_kernel_stats
+from kbest_bleu.stats import counting_args, pair_stats, text_kernel_stats
 
 # tiny vocabulary: repeated and overlapping n-grams everywhere; "ab" shares a prefix with "a",
 # "é" and "\u4e2d" are multi-byte, and duplicate hypotheses are frequent
@@ -182,3 +182,60 @@ def test_no_hash_collision_can_merge_ngrams():
     for i, h in enumerate(hyps):
         m, t, c, r = ref_stats(h.split(), [ref.split()], 5)
         assert got.matches[i].tolist() == m
+
+
+# a K x R group for the pair kernel: its hypotheses and its references (0..4 each, empty strings
+# and duplicates frequent)
+pair_group = st.tuples(st.lists(sentence, max_size=4), st.lists(sentence, max_size=4))
+
+
+def _rows(sentences, ids):
+    """(token ids, row pointers) of ``sentences`` (lists of words) under the id map ``ids``."""
+    tok = np.array([ids.setdefault(w, len(ids)) for s in sentences for w in s], np.int32)
+    return tok, np.r_[0, np.cumsum([len(s) for s in sentences])].astype(np.int64)
+
+
+@pytest.mark.jit_free
+@given(st.lists(pair_group, min_size=1, max_size=5), st.integers(1, 6), st.booleans())
+def test_rectangular_pair_stats_equal_the_reference_and_the_square_kernels_rows(groups, max_order, refs_first):
+    """pair_stats with ref_ptr (the references' rows apart from the hypotheses', after or before
+    them) gives each hypothesis against each reference of its group, reference-major, as the
+    Counter reference does, and as the square kernel's rows of the same pairs in the union."""
+    cfg = kb.BleuConfig.make(max_order=max_order)
+    n_orders = counting_args(cfg)[0]
+    hyps = [h for hs, _ in groups for h in hs]
+    refs = [r for _, rs in groups for r in rs]
+    group_ptr = np.r_[0, np.cumsum([len(hs) for hs, _ in groups])].astype(np.int64)
+    ref_ptr = np.r_[0, np.cumsum([len(rs) for _, rs in groups])].astype(np.int64)
+    if refs_first:
+        tok, row_ptr = _rows(refs + hyps, {})
+        group_ptr = group_ptr + len(refs)
+    else:
+        tok, row_ptr = _rows(hyps + refs, {})
+        ref_ptr = ref_ptr + len(hyps)
+    got = pair_stats(tok, row_ptr, group_ptr, cfg, ref_ptr=ref_ptr)
+    union = [s for hs, rs in groups for s in hs + rs]
+    square = pair_stats(*_rows(union, {}), np.r_[0, np.cumsum([len(h) + len(r) for h, r in groups])], cfg)
+    row = square_start = 0
+    for hs, rs in groups:
+        size = len(hs) + len(rs)
+        for j, r in enumerate(rs):
+            for i, h in enumerate(hs):
+                m, t, c, rl = ref_stats(h, [r], n_orders)
+                kept = square_start + (len(hs) + j) * size + i  # reference len(hs) + j of the union, hypothesis i
+                for stats_row, stats in ((row, got), (kept, square)):
+                    assert stats.matches[stats_row].tolist() == m and stats.totals[stats_row].tolist() == t
+                    assert (stats.hyp_len[stats_row], stats.ref_len[stats_row]) == (c, rl)
+                row += 1
+        square_start += size * size
+    assert row == len(got.matches)
+
+
+def test_rectangular_pair_stats_refuse_pointers_outside_the_rows():
+    tok, row_ptr = np.array([0, 1, 0], np.int32), np.array([0, 1, 3], np.int64)
+    with pytest.raises(kb.InputError, match=r"pair_stats: ref_ptr: expected non-decreasing row numbers within 0..2"):
+        pair_stats(tok, row_ptr, [0, 1], kb.BleuConfig(), ref_ptr=[1, 3])
+    with pytest.raises(kb.InputError, match=r"pair_stats: group_ptr: .* as many as group_ptr"):
+        pair_stats(tok, row_ptr, [1, 0], kb.BleuConfig(), ref_ptr=[1, 2])
+    with pytest.raises(kb.InputError, match=r"pair_stats: ref_ptr"):
+        pair_stats(tok, row_ptr, [0, 1], kb.BleuConfig(), ref_ptr=[1, 2, 2])

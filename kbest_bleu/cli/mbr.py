@@ -138,10 +138,7 @@ def _chunk_utilities(a: argparse.Namespace, chunk, pseudo, matrix, seg0: int):
         weights = _segment_weights(ptable, a.pseudo_score_col, ref_ptr, a.temperature, "--pseudo-score-col")
     k, r = np.diff(seg_ptr), np.diff(ref_ptr)
     utility = np.zeros(table.num_rows)
-    # the pairs counted: exact BLEU against a separate set scores each segment's candidates and
-    # samples as one group ((K+R)^2 pairs, tuning.mbr), chrF and the aggregates K x R at most
-    separate_bleu = pseudo is not None and a.utility == "bleu" and not a.aggregate
-    for s0, s1 in _pair_groups((k + r) ** 2 if separate_bleu else k * r):
+    for s0, s1 in _pair_groups(k * r):  # every utility counts K x R pairs at most
         h0, h1, r0, r1 = seg_ptr[s0], seg_ptr[s1], ref_ptr[s0], ref_ptr[s1]
         sub_ptr, sub_ref_ptr = seg_ptr[s0:s1 + 1] - h0, ref_ptr[s0:s1 + 1] - r0
         sub_refs = None if refs is None else refs.slice(r0, r1 - r0)

@@ -245,11 +245,15 @@ def _rows_equal_owner(data, elem_off, row_off, owner):
 
 
 @njit(parallel=True, nogil=True)
-def _pair_stats(tok, hyp_ptr, seg_ptr, out_ptr, n_orders, n_threads):
-    """Statistics of every hypothesis against every hypothesis of its segment as the only
-    reference (MBR / consensus). Segment s has K = seg_ptr[s+1] - seg_ptr[s] hypotheses; its
-    K*K output rows start at out_ptr[s], row out_ptr[s] + j*K + i = hypothesis i vs reference j;
-    segments are cut into one run of about equal pair counts per thread (``n_threads``).
+def _pair_stats(tok, hyp_ptr, seg_ptr, ref_seg_ptr, out_ptr, n_orders, n_threads):
+    """Statistics of every hypothesis of a segment against every reference of that segment as the
+    only reference (MBR / consensus). Both are rows of the one CSR ``tok``/``hyp_ptr``: segment s
+    has the K = seg_ptr[s+1] - seg_ptr[s] hypotheses from seg_ptr[s] and the R = ref_seg_ptr[s+1] -
+    ref_seg_ptr[s] references from ref_seg_ptr[s] (``ref_seg_ptr`` is ``seg_ptr`` when the
+    hypotheses are their own references). Its K*R output rows start at out_ptr[s], row
+    out_ptr[s] + j*K + i = hypothesis i vs reference j (each reference's trie built once, the K
+    hypotheses streamed through it); segments are cut into one run of about equal pair counts per
+    thread (``n_threads``).
     Returns matches, totals int32[P, n_orders], hyp_len, ref_len int32[P], P = out_ptr[-1].
     """
     n_pairs = out_ptr[-1]
@@ -259,10 +263,12 @@ def _pair_stats(tok, hyp_ptr, seg_ptr, out_ptr, n_orders, n_threads):
     for c in prange(cut.shape[0] - 1):
         local = np.full(n_vocab, -1, np.int32)
         for s in range(cut[c], cut[c + 1]):
-            h0, h1 = seg_ptr[s], seg_ptr[s + 1]
-            for j in range(h0, h1):
+            h0, h1, p0 = seg_ptr[s], seg_ptr[s + 1], ref_seg_ptr[s]
+            if h1 == h0:  # no rows to write
+                continue
+            for j in range(p0, ref_seg_ptr[s + 1]):
                 _segment_stats(tok, hyp_ptr, tok, hyp_ptr, h0, h1, j, j + 1, n_orders, REF_CLOSEST,
-                               matches, totals, hyp_len, ref_len, out_ptr[s] + (j - h0) * (h1 - h0), local)
+                               matches, totals, hyp_len, ref_len, out_ptr[s] + (j - p0) * (h1 - h0), local)
     return matches, totals, hyp_len, ref_len
 
 

@@ -1,9 +1,10 @@
 """Minimum Bayes risk / consensus selection inside K-best lists.
 
 The K x K sentence-BLEU matrix of a segment takes each hypothesis in turn as the single
-(pseudo-)reference of all the others; one numba kernel computes every pair's statistics
-(:func:`kbest_bleu.stats.pair_stats`), the smoothing is the usual vectorized scoring. Work is
-done in chunks of whole segments so memory stays bounded for K = 1,000.
+(pseudo-)reference of all the others, the K x R matrix each of R separate pseudo-references; one
+numba kernel computes every pair's statistics (:func:`kbest_bleu.stats.pair_stats`, only the K x R
+pairs), the smoothing is the usual vectorized scoring. Work is done in chunks of whole segments so
+memory stays bounded for K = 1,000.
 """
 
 from __future__ import annotations
@@ -19,51 +20,56 @@ from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..encode import hypotheses_array, segment_pointers
 from ..errors import InputError
-from ..stats import BleuStats, counting_args, pair_stats
+from ..stats import BleuStats, check_group_pointers, counting_args, pair_stats
 from ..tokenize import prepare, split_ids
 
 __all__ = ["aggregate_bleu", "mbr_matrix", "mbr_select", "pairwise_bleu"]
 
 
-def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Sentence BLEU of every (hypothesis, pseudo-reference) pair of each segment: float64[P] and
-    the pair pointers out_ptr int64[S+1] (layout of :func:`~kbest_bleu.stats.pair_stats`)."""
-    ids, ptr, _ = split_ids(*prepare(hyps, cfg.tokenize, cfg.lowercase))
-    sizes = np.diff(seg_ptr)
-    out_ptr = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
-    return sentence_scores(pair_stats(ids, ptr, seg_ptr, cfg), cfg), out_ptr
+def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig, refs: Any = None,
+               ref_ptr: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence BLEU of every (candidate, pseudo-reference) pair of each segment: float64[P] and
+    the pair pointers out_ptr int64[S+1], reference-major within a segment (entry j * K + i:
+    candidate i against pseudo-reference j, :func:`~kbest_bleu.stats.pair_stats`). The
+    pseudo-references are the candidates, or ``refs`` (an Arrow array of the candidates' type)
+    in segments ``ref_ptr``: only their K x R pairs are counted."""
+    k = np.diff(seg_ptr)
+    rows, rows_ref_ptr = hyps, None
+    if refs is not None:  # one token vocabulary: the samples' rows after the candidates'
+        rows, rows_ref_ptr = pa.concat_arrays([hyps, refs]), len(hyps) + ref_ptr
+    ids, ptr, _ = split_ids(*prepare(rows, cfg.tokenize, cfg.lowercase))
+    out_ptr = np.r_[0, np.cumsum(k * (k if refs is None else np.diff(ref_ptr)))].astype(np.int64)
+    return sentence_scores(pair_stats(ids, ptr, seg_ptr, cfg, ref_ptr=rows_ref_ptr), cfg), out_ptr
 
 
 @dataclass
 class _Sets:
-    """Candidates and pseudo-references as one set per segment for the pair kernel: segment s holds
-    its K_s candidates, then its R_s pseudo-references unless they are the candidates."""
+    """Candidates and pseudo-references as one set per segment (the aggregate's expected counts):
+    segment s holds its K_s candidates, then its R_s pseudo-references unless they are the
+    candidates."""
 
     rows: Any  # the strings, segment by segment
     ptr: np.ndarray  # int64[S+1] their segments
     cand: np.ndarray  # int64[H] each candidate's place in ``rows``
     ref: np.ndarray  # int64[R] each pseudo-reference's
-    k: np.ndarray  # int64[S] candidates per segment
     r: np.ndarray  # int64[S] pseudo-references per segment
-    ref_first: np.ndarray  # int64[S] the first pseudo-reference's place within its segment (0 or K_s)
 
 
-def _sets(hyps, seg_ptr: np.ndarray, pseudo_references: Any, pseudo_ptr: Optional[np.ndarray]) -> _Sets:
-    """The candidates alone when ``pseudo_references`` (an Arrow array) is None, else both sets,
+def _sets(hyps, seg_ptr: np.ndarray, refs: Any, ref_ptr: Optional[np.ndarray]) -> _Sets:
+    """The candidates alone when ``refs`` (an Arrow array of their type) is None, else both sets,
     segment by segment."""
     k = np.diff(seg_ptr)
-    if pseudo_references is None:
+    if refs is None:
         rows = np.arange(len(hyps), dtype=np.int64)
-        return _Sets(hyps, seg_ptr, rows, rows, k, k, np.zeros(len(k), np.int64))
-    refs = pseudo_references if pseudo_references.type == hyps.type else pseudo_references.cast(hyps.type)
-    r = np.diff(pseudo_ptr)
+        return _Sets(hyps, seg_ptr, rows, rows, k)
+    r = np.diff(ref_ptr)
     ptr = np.zeros(len(k) + 1, np.int64)
     np.cumsum(k + r, out=ptr[1:])
     cand = ptr[:-1].repeat(k) + np.arange(len(hyps)) - seg_ptr[:-1].repeat(k)
-    ref = (ptr[:-1] + k).repeat(r) + np.arange(len(refs)) - pseudo_ptr[:-1].repeat(r)
+    ref = (ptr[:-1] + k).repeat(r) + np.arange(len(refs)) - ref_ptr[:-1].repeat(r)
     take = np.empty(ptr[-1], np.int64)
     take[cand], take[ref] = np.arange(len(hyps)), len(hyps) + np.arange(len(refs))
-    return _Sets(pa.concat_arrays([hyps, refs]).take(pa.array(take)), ptr, cand, ref, k, r, k.astype(np.int64))
+    return _Sets(pa.concat_arrays([hyps, refs]).take(pa.array(take)), ptr, cand, ref, r)
 
 
 def _pseudo_pointers(pseudo_references: Any, pseudo_segments: Any, seg_ptr: np.ndarray, labels: Any,
@@ -106,15 +112,22 @@ def _weights(p: Optional[np.ndarray], sizes: np.ndarray, where: str) -> np.ndarr
     return w
 
 
-def _pseudo_sets(hyps, segments: Any, seg_ptr: np.ndarray, pseudo_references: Any, pseudo_segments: Any,
-                 where: str) -> _Sets:
-    """:func:`_sets` with the pseudo-references' segments given as ids, like the candidates'."""
-    labels = None
-    if pseudo_references is not None:
-        pseudo_references = hypotheses_array(pseudo_references)
-        labels = None if segments is None else np.asarray(segments)[seg_ptr[:-1]].tolist()
-    return _sets(hyps, seg_ptr, pseudo_references,
-                 _pseudo_pointers(pseudo_references, pseudo_segments, seg_ptr, labels, True, where))
+def _pseudo(hyps, segments: Any, seg_ptr: np.ndarray, pseudo_references: Any, pseudo_segments: Any,
+            where: str) -> tuple[Any, Optional[np.ndarray]]:
+    """The pseudo-references as an Arrow array of the candidates' type and their segment
+    pointers, their segments given as ids like the candidates'; (None, None) without them."""
+    refs = _pseudo_array(pseudo_references, hyps)
+    labels = None if refs is None or segments is None else np.asarray(segments)[seg_ptr[:-1]].tolist()
+    return refs, _pseudo_pointers(refs, pseudo_segments, seg_ptr, labels, True, where)
+
+
+def _pseudo_array(pseudo_references: Any, hyps) -> Any:
+    """The pseudo-references as an Arrow array of the candidates' type (one array with them for
+    the tokenizer), or None."""
+    if pseudo_references is None:
+        return None
+    refs = hypotheses_array(pseudo_references)
+    return refs if refs.type == hyps.type else refs.cast(hyps.type)
 
 
 def mbr_matrix(hypotheses: Any, config: Optional[BleuConfig] = None, **options: Any) -> np.ndarray:
@@ -136,25 +149,20 @@ def pairwise_bleu(hypotheses: Any, seg_ptr: Any, config: Optional[BleuConfig] = 
     [pseudo_reference_j])`` under the config). The pseudo-references are the candidates (R = K)
     unless ``pseudo_references`` are given, with their segment pointers ``pseudo_ptr`` (None: one
     segment). Memory: the P = sum K x R floats returned (the caller asked for the matrices), and
-    while counting, statistics of every ordered pair of a segment's candidates and samples, (K + R)^2
-    rows for a separate set (the pair kernel scores one group; K x R of them are kept)."""
+    while counting, the statistics of those K x R pairs (:func:`kbest_bleu.stats.pair_stats`
+    counts only them, each pseudo-reference's n-grams once)."""
     cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
-    seg_ptr = np.asarray(seg_ptr, np.int64)
-    pseudo_references = None if pseudo_references is None else hypotheses_array(pseudo_references)
-    sets = _sets(hyps, seg_ptr, pseudo_references,
-                 _pseudo_pointers(pseudo_references, pseudo_ptr, seg_ptr, None, False, "pairwise_bleu"))
-    bleu, out_ptr = _pair_bleu(sets.rows, sets.ptr, cfg)
-    pair_ptr = np.zeros(len(sets.k) + 1, np.int64)
-    np.cumsum(sets.k * sets.r, out=pair_ptr[1:])
-    # the pair statistics are reference-major within each segment's set of G strings: entry
-    # (ref_first + j) * G + i is candidate i against pseudo-reference j
-    kr = sets.k * sets.r
-    seg = np.repeat(np.arange(len(kr)), kr)
-    within = np.arange(pair_ptr[-1]) - pair_ptr[:-1][seg]
-    cand, ref = np.divmod(within, np.maximum(sets.r, 1)[seg])
-    g = np.diff(sets.ptr)[seg]
-    return bleu[out_ptr[:-1][seg] + (sets.ref_first[seg] + ref) * g + cand], pair_ptr
+    seg_ptr = check_group_pointers(seg_ptr, len(hyps))  # the kernel's rows also hold the samples
+    refs = _pseudo_array(pseudo_references, hyps)
+    ref_ptr = _pseudo_pointers(refs, pseudo_ptr, seg_ptr, None, False, "pairwise_bleu")
+    bleu, pair_ptr = _pair_bleu(hyps, seg_ptr, cfg, refs, ref_ptr)
+    # the pair kernel's blocks are reference-major (entry j * K + i), the result candidate-major
+    k = np.diff(seg_ptr)
+    r = k if refs is None else np.diff(ref_ptr)
+    seg = np.repeat(np.arange(len(k)), k * r)
+    cand, ref = np.divmod(np.arange(pair_ptr[-1]) - pair_ptr[:-1][seg], r[seg])
+    return bleu[pair_ptr[:-1][seg] + ref * k[seg] + cand], pair_ptr
 
 
 def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np.ndarray] = None,
@@ -173,24 +181,27 @@ def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np
     cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
     seg_ptr = segment_pointers(segments, len(hyps))
-    sets = _pseudo_sets(hyps, segments, seg_ptr, pseudo_references, pseudo_segments, "mbr_select")
-    p = np.zeros(len(sets.rows))
-    p[sets.ref] = _weights(probabilities, sets.r, "mbr_select")  # candidates apart weigh nothing
-    sizes, set_ptr = np.diff(sets.ptr), sets.ptr
-    utility = np.zeros(len(sets.rows))
+    refs, ref_ptr = _pseudo(hyps, segments, seg_ptr, pseudo_references, pseudo_segments, "mbr_select")
+    if refs is None:
+        ref_ptr = seg_ptr
+    k, r = np.diff(seg_ptr), np.diff(ref_ptr)
+    p = _weights(probabilities, r, "mbr_select")
+    utility = np.zeros(len(hyps))
     start = 0
-    while start < len(sizes):  # chunks of whole segments with at most MAX_PAIRS_PER_CHUNK pairs
-        stop = start + max(1, int(np.searchsorted(np.cumsum(sizes[start:] ** 2), settings.MAX_PAIRS_PER_CHUNK, "right")))
-        a, b = set_ptr[start], set_ptr[stop]
-        local = set_ptr[start:stop + 1] - a
-        bleu, out_ptr = _pair_bleu(sets.rows.slice(a, b - a), local, cfg)
-        k = np.repeat(sizes[start:stop], sizes[start:stop] ** 2)
-        offset = np.arange(len(bleu)) - np.repeat(out_ptr[:-1], sizes[start:stop] ** 2)
-        first = np.repeat(local[:-1], sizes[start:stop] ** 2)
-        i, j = first + offset % k, first + offset // k
-        utility[a:b] = np.bincount(i, weights=p[a:b][j] * bleu, minlength=b - a)
+    while start < len(k):  # chunks of whole segments with at most MAX_PAIRS_PER_CHUNK pairs
+        stop = start + max(1, int(np.searchsorted(np.cumsum(k[start:] * r[start:]), settings.MAX_PAIRS_PER_CHUNK,
+                                                  "right")))
+        a, b, ra, rb = seg_ptr[start], seg_ptr[stop], ref_ptr[start], ref_ptr[stop]
+        local = seg_ptr[start:stop + 1] - a
+        sep = () if refs is None else (refs.slice(ra, rb - ra), ref_ptr[start:stop + 1] - ra)
+        bleu, out_ptr = _pair_bleu(hyps.slice(a, b - a), local, cfg, *sep)
+        kr = k[start:stop] * r[start:stop]
+        offset = np.arange(len(bleu)) - np.repeat(out_ptr[:-1], kr)  # j * K + i within the segment
+        j, i = np.divmod(offset, np.repeat(k[start:stop], kr))
+        i += np.repeat(local[:-1], kr)
+        j += np.repeat(ref_ptr[start:stop] - ra, kr)
+        utility[a:b] = np.bincount(i, weights=p[ra:rb][j] * bleu, minlength=b - a)
         start = stop
-    utility = utility[sets.cand]
     labels = np.repeat(np.arange(len(seg_ptr) - 1), np.diff(seg_ptr))
     order = np.lexsort((-utility, labels))
     return order[seg_ptr[:-1]], utility
@@ -214,7 +225,8 @@ def aggregate_bleu(hypotheses: Any, segments: Any = None, probabilities: Optiona
     cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
     seg_ptr = segment_pointers(segments, len(hyps))
-    sets = _pseudo_sets(hyps, segments, seg_ptr, pseudo_references, pseudo_segments, "aggregate_bleu")
+    sets = _sets(hyps, seg_ptr, *_pseudo(hyps, segments, seg_ptr, pseudo_references, pseudo_segments,
+                                         "aggregate_bleu"))
     n_rows, sizes = len(sets.rows), np.diff(sets.ptr)
     p = np.zeros(n_rows)
     p[sets.ref] = _weights(probabilities, sets.r, "aggregate_bleu")  # candidates apart weigh nothing

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
+from kbest_bleu import settings
 from kbest_bleu.errors import InputError
 from kbest_bleu.tuning.mbr import aggregate_bleu, mbr_select, pairwise_bleu
 
@@ -55,6 +56,31 @@ def test_expected_bleu_against_a_separate_set_equals_sacrebleu_per_pair(seed):
 
 
 
+@pytest.mark.parametrize("max_pairs", [1, 5, 4_000_000])
+def test_empty_sets_and_strings_in_small_pair_groups_equal_sacrebleu_per_pair(monkeypatch, max_pairs):
+    """Segments without candidates or without samples (pointers), empty strings, and pair groups
+    cut after every segment (MAX_PAIRS_PER_CHUNK = 1), after some, or never; the candidates as
+    their own pseudo-references too."""
+    monkeypatch.setattr(settings, "MAX_PAIRS_PER_CHUNK", max_pairs)
+    cands = [["the cat sat", "", "a mat"], [], ["the dog", "the dog", "on a mat ."], ["cat"]]
+    samples = [["the cat sat on a mat", "", "a cat"], ["the"], [], ["the cat", "cat cat", "dog", "."]]
+    bleu = BLEU(tokenize="none", effective_order=True)
+    flat_c, flat_s = sum(cands, []), sum(samples, [])
+    c_ptr = np.r_[0, np.cumsum([len(c) for c in cands])]
+    s_ptr = np.r_[0, np.cumsum([len(x) for x in samples])]
+    for refs, r_ptr, sets in ((flat_s, s_ptr, samples), (None, None, cands)):
+        scores, pair_ptr = pairwise_bleu(flat_c, c_ptr, tokenize="none", pseudo_references=refs, pseudo_ptr=r_ptr)
+        want = [bleu.sentence_score(h, [r]).score / 100 for cs, rs in zip(cands, sets) for h in cs for r in rs]
+        assert np.allclose(scores, want, rtol=0, atol=1e-12)
+        assert pair_ptr.tolist() == np.r_[0, np.cumsum([len(c) * len(r) for c, r in zip(cands, sets)])].tolist()
+    # with segment ids, a segment has candidates and samples
+    both = [s for s in range(len(cands)) if cands[s] and samples[s]]
+    _, utility = mbr_select([h for s in both for h in cands[s]], [s for s in both for _ in cands[s]],
+                            tokenize="none", pseudo_references=[r for s in both for r in samples[s]],
+                            pseudo_segments=[s for s in both for _ in samples[s]])
+    want = [np.mean([bleu.sentence_score(h, [r]).score / 100 for r in samples[s]]) for s in both for h in cands[s]]
+    assert np.allclose(utility, want, rtol=0, atol=1e-12)
+
 
 def _ngrams(tokens, n):
     return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
@@ -89,5 +115,7 @@ def test_mismatched_pseudo_segments_are_refused():
         aggregate_bleu(["a", "b"], ["x", "y"], pseudo_references=["a"], pseudo_segments=["x"])
     with pytest.raises(InputError, match="pseudo_segments given without pseudo_references"):
         mbr_select(["a"], [0], pseudo_segments=[0])
+    with pytest.raises(InputError, match="group pointers: expected a non-decreasing integer array from 0 to 2"):
+        pairwise_bleu(["a", "b"], [0, 3], pseudo_references=["a"], pseudo_ptr=[0, 1])  # row 2 would be a sample
     with pytest.raises(InputError, match="one per pseudo-reference"):
         mbr_select(["a", "b"], [0, 0], [0.5], pseudo_references=["a", "b"], pseudo_segments=[0, 0])
