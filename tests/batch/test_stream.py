@@ -38,8 +38,9 @@ def test_streaming_equals_in_memory_for_any_batch_size(pooled, tmp_path):
     assert ks.min() != ks.max()  # variable K
     outputs = []
     # the smallest batches on prefixes (a batch per row or seven: slow by design, and every kind of
-    # segment cut happens in the first thousands of rows), the others on the whole table
-    for bs, rows in ((1, 3000), (7, 20000), (997, None), (65536, None)):
+    # segment cut happens in the first 1,500 rows: 137 segments of 4-11 systems), the others on
+    # the whole table
+    for bs, rows in ((1, 1500), (7, 6000), (997, None), (65536, None)):
         out = tmp_path / f"o{bs}.parquet"
         score_parquet(path if rows is None else _head(path, tmp_path, rows), out, columns=cols, batch_size=bs,
                       stats=True)
@@ -47,7 +48,7 @@ def test_streaming_equals_in_memory_for_any_batch_size(pooled, tmp_path):
     for o in outputs[:-1]:
         assert o.equals(outputs[-1].slice(0, o.num_rows))
     assert np.array_equal(outputs[-1]["bleu"].to_numpy(), want)
-    assert [o.num_rows for o in outputs[:2]] == [3000, 20000]
+    assert [o.num_rows for o in outputs[:2]] == [1500, 6000]
     assert outputs[-1].select(t.column_names).equals(t)  # every input column, input order
     assert b"kbest_bleu.signature" in outputs[-1].schema.metadata
 
