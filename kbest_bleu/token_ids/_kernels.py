@@ -78,6 +78,20 @@ def _find(table, key, shift, stamp):
 
 
 @njit(cache=True, inline="always")
+def _intern(table, key, shift, stamp, fresh):
+    """The value of ``key`` among the slots of ``table`` stamped ``stamp`` (:func:`_find`), stored
+    with the value ``fresh`` when it is not there: (value, 1 if stored else 0). The slot is written
+    either way (branch-free: a new key or a known one is as likely)."""
+    e = _find(table, key, shift, stamp)
+    w = table[2 * e + 1]
+    new = (w >> 32) != stamp
+    x = fresh if new else w & _LOW32
+    table[2 * e] = key
+    table[2 * e + 1] = (stamp << 32) | x
+    return x, new
+
+
+@njit(cache=True, inline="always")
 def _ref_length(c, ref_ptr, r0, r1, skip, policy):
     """Effective reference length for a hypothesis of length c: closest (ties to the shorter,
     as mteval-v13a, sacrebleu, NLTK and Moses), shortest, or the integer-truncated average
@@ -260,13 +274,7 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                     rid[k - a0] = x
             else:
                 for k in range(ref_ptr[r], ref_ptr[r + 1]):
-                    t = ref_tok[k]
-                    u = _find(uni, t, ushift, seg_stamp)
-                    w = uni[2 * u + 1]
-                    new = (w >> 32) != seg_stamp
-                    x = v if new else w & _LOW32
-                    uni[2 * u] = t
-                    uni[2 * u + 1] = (seg_stamp << 32) | x
+                    x, new = _intern(uni, ref_tok[k], ushift, seg_stamp, v)
                     v += new
                     rid[k - a0] = x
         n_nodes = v
@@ -342,13 +350,7 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                 b0 = ref_ptr[r] - a0
                 j = b0 + n_live[nh + r - r0]
                 for q in range(b0, j):
-                    key = (np.int64(rnode[q]) << 32) | rid[rpos[q] + n]
-                    e = _find(tri, key, tshift, o_stamp)
-                    w = tri[2 * e + 1]
-                    new = (w >> 32) != o_stamp
-                    x = n_nodes if new else w & _LOW32
-                    tri[2 * e] = key
-                    tri[2 * e + 1] = (o_stamp << 32) | x
+                    x, new = _intern(tri, (np.int64(rnode[q]) << 32) | rid[rpos[q] + n], tshift, o_stamp, n_nodes)
                     n_nodes += new
                     rnode[q] = x
                     rcnt[x] += 1
