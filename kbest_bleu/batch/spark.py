@@ -23,7 +23,6 @@ import os
 import pickle
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
@@ -36,7 +35,7 @@ from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..counting.threads import set_threads
 from ..errors import InputError, install_extra
-from ..files.output import atomic_output, check_output
+from ..files.output import atomic_output, check_output, open_log
 from ..files.references import Columns
 from ..stats import ngram_stats, segment_argmax
 from .stream import COMPRESSIONS, Summary, Tally, is_id_lists, output_schema, score_batches, score_columns
@@ -189,6 +188,7 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
     Java stack traces) to the file ``spark_log`` (appended), else to an unnamed temporary file
     whose last 40 lines go to stderr only when the job fails for a reason other than bad input
     (bad input raises :class:`~kbest_bleu.errors.InputError`, one line, as the single-machine job).
+    A session passed in keeps its own log: ``spark_log`` with ``spark`` is refused.
     """
     _require_pyspark()
     cfg = config or BleuConfig()
@@ -198,16 +198,13 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
     if compression not in COMPRESSIONS:
         raise InputError(f"compression: expected one of {', '.join(COMPRESSIONS)}, found {compression!r}")
     check_output(dst, [src], "-o", directory=True)
-    if spark_log is not None:  # appended to, never one of the inputs (the API has no argparse guard)
-        if str(spark_log) == "-":
-            raise InputError("--spark-log: expected a file path, found '-' (standard output carries no log here; "
-                             "/dev/stderr shows it on the terminal)")
-        check_output(spark_log, [src], "--spark-log")
-    score_columns(cfg, smoothings)  # bad options fail before Spark starts
+    score_columns(cfg, smoothings)  # bad options fail before Spark starts (or a log file is made)
     own = spark is None
+    if not own and spark_log is not None:
+        raise InputError("spark_log: a session passed in as spark= writes its log where it was set up to; "
+                         "leave spark_log out, or let this call start the session")
     if own:
-        # unnamed: nothing is left behind, whatever ends the process
-        log = open(spark_log, "a+b") if spark_log else tempfile.TemporaryFile()
+        log = open_log(spark_log, [src], "--spark-log")  # appended to, never one of the inputs
         try:
             spark = _start_session(master, batch_rows, log.fileno())
         except BaseException:

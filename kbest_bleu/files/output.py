@@ -39,13 +39,13 @@ import threading
 import time
 import zlib
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import BinaryIO, Iterator, Optional, Sequence
 
 from .. import settings
 from ..errors import InputError
 
 __all__ = ["TEMP_MARK", "atomic_output", "check_declared_outputs", "check_finite", "check_output", "command_scope",
-           "copy_to_stdout", "declare_output", "install_signal_handlers", "live_temporaries", "reading",
+           "copy_to_stdout", "declare_output", "install_signal_handlers", "live_temporaries", "open_log", "reading",
            "register_input", "registered_inputs", "remove_stale_temporaries", "temporary_directory", "write_all"]
 
 TEMP_MARK = ".kbest-tmp-"
@@ -250,6 +250,22 @@ def check_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLik
 
 
 # ---- what is written ------------------------------------------------------------------------------
+
+def open_log(path: "Optional[str | os.PathLike]", inputs: Sequence["str | os.PathLike"] = (),
+             option: str = "--log") -> BinaryIO:
+    """A log for a child process's output (its file descriptor handed on), open for appending in
+    binary: ``path``, checked as an output (:func:`check_output`: never one of ``inputs`` or of the
+    command's inputs; ``-`` is refused, a log is not standard output), or, for None, an unnamed
+    temporary file (nothing is left behind, whatever ends the process). Not atomic: a log grows
+    while the job runs and is worth keeping when it fails."""
+    if path is None:
+        return tempfile.TemporaryFile()
+    if os.fspath(path) == "-":
+        raise InputError(f"{option}: expected a file path, found '-' (standard output carries no log here; "
+                         "/dev/stderr shows it on the terminal)")
+    check_output(path, inputs, option)
+    return open(path, "a+b")
+
 
 def check_finite(batch: "object", names: Sequence[str], where: str, row0: int = 0) -> None:
     """Raise :class:`InputError` naming the first NaN or infinite value in the floating-point

@@ -156,7 +156,6 @@ def _comparison(a: argparse.Namespace, table, pairs, corr: dict, sys_table, lps)
 
 
 def _cmd_judged(a: argparse.Namespace) -> int:
-
     from ..batch.parquet import read_parquet_table
     from ..errors import InputError
     from .judged import check_judged_table, judged_correlations, system_correlations, system_table

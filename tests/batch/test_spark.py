@@ -237,4 +237,7 @@ def test_spark_log_is_never_an_input(tmp_path):
     for log in (src, "-"):
         with pytest.raises(InputError, match="--spark-log"):
             score_parquet_spark(str(src), str(tmp_path / "out"), spark_log=str(log))
+    with pytest.raises(InputError, match="spark_log: a session passed in"):  # refused before the session is used
+        score_parquet_spark(str(src), str(tmp_path / "out"), spark=object(), spark_log=str(tmp_path / "log"))
+    assert not (tmp_path / "log").exists()
     assert src.read_bytes() == before and not (tmp_path / "out").exists() and not (tmp_path / "-").exists()

@@ -349,3 +349,25 @@ def test_a_signal_removes_work_directories_and_temporaries(tmp_path, private_tmp
     assert proc.returncode == 128 + sig and err.strip().endswith("no output written"), err
     assert not Path(work).exists() and not Path(tmp).exists() and target.read_text() == "previous"
     _clean(tmp_path, private_tmp)
+
+
+def test_a_log_is_appended_to_checked_as_an_output_or_unnamed(tmp_path):
+    """open_log: a named log keeps what it held and grows (not atomic: it is worth reading when the
+    job fails); it is never an input nor '-'; without a name it is a temporary file with no name in
+    any directory, gone when closed."""
+    log = tmp_path / "job.log"
+    log.write_bytes(b"earlier run\n")
+    with output.open_log(log, [], "--spark-log") as f:
+        f.write(b"this run\n")
+    assert log.read_bytes() == b"earlier run\nthis run\n"
+    src = tmp_path / "in.parquet"
+    src.write_bytes(b"data")
+    for bad, message in ((src, "--spark-log .*: the output path is the input file"), ("-", "found .-.")):
+        with pytest.raises(InputError, match=message):
+            output.open_log(bad, [src], "--spark-log")
+    assert src.read_bytes() == b"data"
+    before = set(tmp_path.iterdir())
+    with output.open_log(None) as f:
+        f.write(b"x")
+        assert os.fstat(f.fileno()).st_nlink == 0  # unnamed
+    assert set(tmp_path.iterdir()) == before

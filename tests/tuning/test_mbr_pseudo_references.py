@@ -55,7 +55,6 @@ def test_expected_bleu_against_a_separate_set_equals_sacrebleu_per_pair(seed):
                     bleu.sentence_score(cands[ptr[s] + i], [refs[r_ptr[s] + j]]).score / 100, abs=1e-12)
 
 
-
 @pytest.mark.parametrize("max_pairs", [1, 5, 4_000_000])
 def test_empty_sets_and_strings_in_small_pair_groups_equal_sacrebleu_per_pair(monkeypatch, max_pairs):
     """Segments without candidates or without samples (pointers), empty strings, and pair groups
