@@ -14,6 +14,7 @@ by smoothings 5 and 7), c, r float64[H]; outputs bleu, bp float64[H], p float64[
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from typing import Callable, Optional
 
 import numpy as np
@@ -38,9 +39,13 @@ def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return q
 
 
+@lru_cache(maxsize=64)
 def _weights(cfg: BleuConfig) -> np.ndarray:
+    """The order weights float64[N] of ``cfg`` (read-only: one array per config, made once)."""
     n = cfg.max_order
-    return np.full(n, 1.0 / n) if cfg.weights is None else np.asarray(cfg.weights, dtype=float)
+    w = np.full(n, 1.0 / n) if cfg.weights is None else np.array(cfg.weights, dtype=float)
+    w.setflags(write=False)
+    return w
 
 
 def _weighted_log_sum(p: np.ndarray, include: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -66,16 +71,15 @@ def _geometric(p: np.ndarray, include: Optional[np.ndarray], w: np.ndarray, reno
     falls below the smallest normal number (a zero precision, or an underflow with very small
     precisions) take the sum of logarithms, so no precision is lost to the product.
     """
-    if w.ndim > 1 or not np.all(w == w[0]):  # per-row (NLTK's auto_reweigh) or per-order weights
+    if w.ndim > 1 or len(set(w.tolist())) > 1:  # per-row (NLTK's auto_reweigh) or per-order weights
         include = np.ones(p.shape, bool) if include is None else include
         s, total = _weighted_log_sum(p, include, w), np.where(include, w, 0.0).sum(1)
     else:
-        prod = np.ones(p.shape[0])
         if include is None:
-            for n in range(p.shape[1]):  # column by column: the precisions are column-major
-                prod *= p[:, n]
+            prod = p.prod(axis=1)  # left to right along each row, as the loop below (a product is not pairwise)
             k = float(p.shape[1])
         else:
+            prod = np.ones(p.shape[0])
             k = np.zeros(p.shape[0])
             for n in range(p.shape[1]):
                 prod *= np.where(include[:, n], p[:, n], 1.0)

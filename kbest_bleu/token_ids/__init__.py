@@ -46,7 +46,7 @@ from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..errors import InputError
 from ..stats import BleuStats, check_group_pointers, counting_args, threads_for
-from ._inputs import reference_rows, rows
+from ._inputs import kernels, reference_rows, rows
 
 __all__ = ["TokenBleuScorer", "pairwise_token_bleu", "segment_token_stats", "self_token_bleu", "token_bleu",
            "token_config", "token_ngram_stats", "token_rows"]
@@ -99,6 +99,7 @@ def token_config(config: Optional[BleuConfig] = None, **options: Any) -> BleuCon
     return _config(config, options)
 
 
+@lru_cache(maxsize=256)
 def _counted_orders(configs: tuple, stats_wanted: bool) -> tuple[int, int]:
     """(columns of the statistics, orders actually counted). Statistics handed to the caller hold
     every order :func:`kbest_bleu.stats.counting_args` names (N+1: smoothings 5 and 7 read it);
@@ -151,8 +152,7 @@ def _group_pointers(groups: Any, n_rows: int) -> np.ndarray:
 def _segments(n_rows: int, entry_ptr: np.ndarray, groups: Any, index: Any, n_entries_name: str) -> np.ndarray:
     """The kernels' segment table int64[S, 6] (:mod:`kbest_bleu.token_ids._kernels`): each hypothesis
     row (or group of rows) with the references of its entry."""
-    from . import _kernels as k
-
+    k = kernels()
     n_entries = len(entry_ptr) - 1
     gptr = np.arange(n_rows + 1, dtype=np.int64) if groups is None else _group_pointers(groups, n_rows)
     n_seg = len(gptr) - 1
@@ -184,8 +184,7 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     """Run the kernels over ``segs``; ``n_out`` output rows; ``cfg``: the config, or several
     sharing one count (:func:`kbest_bleu.stats.counting_args`); ``n_vocab``: :func:`_direct_vocab`
     of ``ref``'s ids when known (fixed references), else found here."""
-    from . import _kernels as k
-
+    k = kernels()
     configs = cfg if isinstance(cfg, tuple) else (cfg,)
     tok, hyp_ptr = hyp
     ref_tok, ref_ptr = ref
@@ -229,12 +228,12 @@ def _direct_vocab(ref_tok: np.ndarray, k: Any) -> int:
 
 def _thread_cut(hyp_ptr: np.ndarray, ref_ptr: np.ndarray, segs: np.ndarray, n_runs: int) -> np.ndarray:
     """Segment bounds int64[C+1] cutting the segments into about ``n_runs`` runs of about equal
-    work (hypothesis plus reference ids), each of at most :data:`_MAX_RUN` segments."""
-    from . import _kernels as k
-
+    work (hypothesis plus reference ids), each of at most :data:`_MAX_RUN` segments (a tuple for
+    one run: a small batch's call skips making an array)."""
+    k = kernels()
     n = max(1, min(len(segs), max(n_runs, -(-len(segs) // _MAX_RUN))))
     if n == 1:
-        return np.array([0, len(segs)], np.int64)
+        return (0, len(segs))
     work = (hyp_ptr[segs[:, k.SEG_H1]] - hyp_ptr[segs[:, k.SEG_H0]]
             + ref_ptr[segs[:, k.SEG_R1]] - ref_ptr[segs[:, k.SEG_R0]])
     cum = np.zeros(len(segs) + 1, np.int64)
@@ -394,8 +393,7 @@ class TokenBleuScorer:
         self.config = _config(config, bleu_options)
         self.dtype = _out_dtype(dtype)
         self.pad_id = pad_id
-        from . import _kernels as k
-
+        k = kernels()
         ids, ptr, self._entry_ptr = reference_rows(references, pad_id)
         self._refs = (ids, ptr)
         for a in (ids, ptr, self._entry_ptr):
@@ -426,8 +424,7 @@ def _group_stats(hypotheses: Any, groups: Any, pad_id: Any, cfg: BleuConfig, pai
     """Statistics of each hypothesis against the members of its group: every pair (``pairs``:
     sum of G^2 rows, row (i, j) = hypothesis i against hypothesis j alone), or each hypothesis
     against all the others at once. Returns (stats, group pointers)."""
-    from . import _kernels as k
-
+    k = kernels()
     hyp = token_rows(hypotheses, pad_id, "hypotheses")
     n_rows = len(hyp[1]) - 1
     if groups is None:

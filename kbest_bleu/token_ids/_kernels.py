@@ -2,11 +2,11 @@
 integer token ids, compared as 64-bit integers, without any vocabulary-sized table.
 
 Private: no validation happens here; :mod:`kbest_bleu.token_ids` checks dtypes, shapes and
-bounds before calling in. The kernels call each other, so they stay in this one file, declared
-through :func:`kbest_bleu.jit.njit` (the package's cache, keyed by this folder's contents:
-DESIGN.md section 5). Every kernel also runs as
-plain Python under ``NUMBA_DISABLE_JIT=1``: hashing keeps every intermediate below 2**62 through
-Python ints, so slots, and therefore the statistics, are the same bits both ways.
+bounds before calling in. The kernels are declared through :func:`kbest_bleu.jit.njit` (the
+package's cache, keyed by this folder's contents, so a change in :mod:`._bits` recompiles them
+too: DESIGN.md section 5). Every kernel also runs as plain Python under ``NUMBA_DISABLE_JIT=1``:
+hashing keeps every intermediate below 2**62 through Python ints, so slots, and therefore the
+statistics, are the same bits both ways.
 
 Exactness (DESIGN.md section 3): nothing is hashed to an id that could collide. Per segment, the
 references' distinct ids become local ids 0..v-1, through a direct table when the batch's
@@ -14,7 +14,7 @@ reference ids are small non-negative integers, else an open-addressing table key
 64-bit id; the references' n-grams of order >= 2 form a trie whose edges live in a table keyed
 by the exact pair (parent node, local id). A collision costs a probe, never a merged n-gram. A
 hypothesis id that no reference of its segment has matches nothing. A segment of one short
-reference is matched on exact sets of reference positions instead (:func:`_bits_count`).
+reference is matched on exact sets of its positions instead (:mod:`kbest_bleu.token_ids._bits`).
 
 The hashed tables are reused by every segment and order of a run without being cleared: a slot
 holds its key and ``(stamp << 32) | value``, and a slot whose stamp is not the current one is
@@ -25,6 +25,7 @@ proportional to its own tokens, whatever the ids' range and however large the ru
 import numpy as np
 
 from ..jit import njit
+from ._bits import BITS, bits_count
 
 # reference-length policies (kbest_bleu.token_ids maps BleuConfig.ref_length to these)
 CLOSEST, SHORTEST, AVERAGE = 0, 1, 2
@@ -35,25 +36,12 @@ SEG_H0, SEG_H1, SEG_R0, SEG_R1, SEG_OUT, SEG_SKIP = range(6)
 _LOW62 = (1 << 62) - 1
 _LOW32 = (1 << 32) - 1
 _MULT = 0x5851F42D4C957F2D
-# a segment of one reference of at most BITS ids is counted on position sets (_bits_count): bits
-# 0..62 of an int64, so every shift, AND and lowest-bit step stays non-negative, the same bits in
-# plain Python as in machine code
-BITS = 63
 
 
 @njit(cache=True, inline="always")
 def _slot(key, shift):
     """Multiplicative hashing: the top bits of the 62-bit product pick the slot."""
     return ((int(key) * _MULT) & _LOW62) >> shift
-
-
-@njit(cache=True, inline="always")
-def _popcount(x):
-    """Set bits of 0 <= x < 2**63 (SWAR: LLVM emits one popcnt; int(x): exact as plain Python)."""
-    x = x - ((x >> 1) & 0x5555555555555555)
-    x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
-    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
-    return ((int(x) * 0x0101010101010101) >> 56) & 0xFF
 
 
 @njit(cache=True)
@@ -218,8 +206,8 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
 
     A segment of one reference of at most BITS ids (an RL reward's shape: one reference per
     prompt, a sentence) skips the trie after order 1: its hypotheses are matched on the
-    reference's position sets, one machine word per id (:func:`_bits_count`; 64 x 64 ids with
-    one reference each: the kernel ~120 -> ~60 us).
+    reference's position sets, one machine word per id (:mod:`kbest_bleu.token_ids._bits`; 64 x 64
+    ids, one reference each: the kernel ~120 -> ~55 us).
     """
     max_ref_tok, max_ref_ngrams, max_hyp_tok, max_hyps, max_refs = _run_sizes(hyp_ptr, ref_ptr, segs, s0, s1,
                                                                               n_count)
@@ -240,7 +228,7 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     hnode = np.empty(max_hyp_tok, np.int32)
     n_live = np.empty(max_hyps + max_refs, np.int64)  # list lengths: the hypotheses', then the references'
     dup = np.empty(max_hyps, np.int64)
-    masks = np.zeros(min(max_ref_tok, BITS) + 1, np.int64)  # position sets per local id (_fill_sets)
+    masks = np.zeros(min(max_ref_tok, BITS) + 1, np.int64)  # position sets per local id (bits_count)
     cnt_bits = np.zeros(n_count * BITS, np.int64)  # stamped counts per order and first position
     acc = np.empty(n_count, np.int64)
     hyp_stamp = np.int64(0)
@@ -282,6 +270,9 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                 totals[row, n] = max(0, c - n)
         # order 1: the references' distinct ids become the local ids 0..v-1 (the unigram nodes)
         ushift = 62 - _sparse_capacity(a1 - a0)
+        # one short reference: each hypothesis n-gram is matched on the reference's position sets
+        # (bits_count; bit p of masks[x]: local id x at position p), set while interning
+        bits = single and 0 < a1 - a0 - (ref_ptr[skip + 1] - ref_ptr[skip] if r0 <= skip < r1 else 0) <= BITS
         v = 0
         for r in range(r0, r1):
             if r == skip:
@@ -295,25 +286,25 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                     local[t] = x
                     v += new
                     rid[k - a0] = x
+                    if bits:
+                        masks[x] |= 1 << (k - ref_ptr[r])
             else:
                 for k in range(ref_ptr[r], ref_ptr[r + 1]):
                     x, new = _intern(uni, ref_tok[k], ushift, seg_stamp, v)
                     v += new
                     rid[k - a0] = x
-        n_nodes = v
-        # one short reference: each hypothesis n-gram is matched on its position sets (_bits_count)
-        bits = single and v > 0 and a1 - a0 - (ref_ptr[skip + 1] - ref_ptr[skip] if r0 <= skip < r1 else 0) <= BITS
+                    if bits:
+                        masks[x] |= 1 << (k - ref_ptr[r])
+        n_nodes = 0 if bits else v  # the trie's nodes (clip and hit are set back to 0 below)
         if bits:
-            _fill_sets(rid, ref_ptr, r0, r1, skip, a0, masks, True)
             for h in range(h0, h1):
                 if dup[h - h0] < 0:
                     b0, b1 = hyp_ptr[h] - c0, hyp_ptr[h + 1] - c0
                     _hyp_ids(tok, c0, b0, b1, n_vocab, local, uni, ushift, seg_stamp, hid)
                     hyp_stamp += 1
-                    _bits_count(hid, b0, b1, v, masks, n_count, cnt_bits, hyp_stamp, acc)
+                    bits_count(hid, b0, b1, v, masks, n_count, cnt_bits, hyp_stamp, acc)
                     for n in range(n_count):
                         matches[out0 + h - h0, n] = acc[n]
-            _fill_sets(rid, ref_ptr, r0, r1, skip, a0, masks, False)
         elif v > 0:
             for r in range(r0, r1):
                 if r != skip:
@@ -410,9 +401,13 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
         # the segment's tables back to their resting state
         clip[:n_nodes] = 0
         hit[:n_nodes] = 0
-        if n_vocab > 0:
-            for k in range(a1 - a0):
-                local[ref_tok[a0 + k]] = -1
+        for r in range(r0, r1):
+            if r != skip:
+                for k in range(ref_ptr[r], ref_ptr[r + 1]):
+                    if n_vocab > 0:
+                        local[ref_tok[k]] = -1
+                    if bits:
+                        masks[rid[k - a0]] = 0
         for h in range(h0, h1):
             q = dup[h - h0]
             if q >= 0:
@@ -437,47 +432,6 @@ def _hyp_ids(tok, c0, b0, b1, n_vocab, local, uni, ushift, stamp, hid):
             u = _find(uni, tok[c0 + k], ushift, stamp)
             w = uni[2 * u + 1]
             hid[k] = w & _LOW32 if (w >> 32) == stamp else -1
-
-
-@njit(cache=True, inline="always")
-def _fill_sets(rid, ref_ptr, r0, r1, skip, a0, masks, on):
-    """Set (``on``) or clear the position sets of a segment's one reference (``skip`` left out):
-    bit p of masks[x] says that it has local id x at position p."""
-    for r in range(r0, r1):
-        if r != skip:
-            b0 = ref_ptr[r] - a0
-            for k in range(b0, ref_ptr[r + 1] - a0):
-                masks[rid[k]] = masks[rid[k]] | (1 << (k - b0)) if on else 0
-
-
-@njit(cache=True, inline="always")
-def _bits_count(hid, b0, b1, miss, masks, n_count, cnt, stamp, acc):
-    """Clipped matches of one hypothesis (local ids hid[b0:b1], -1: in no reference) against a
-    segment's one reference of at most BITS ids (:func:`_fill_sets`), per order into acc[:n_count].
-
-    Bit-parallel matching: the set of the reference positions where the hypothesis's n-gram
-    starting at i starts too is the set of its (n-1)-gram ANDed with the set of the id at
-    i + n - 1 shifted down by n - 1. Its size is the n-gram's count in the reference (the clip
-    count); its lowest bit is the same for every occurrence of the n-gram in the hypothesis and
-    for no other n-gram, so it names the n-gram's count slot (``cnt``: ``(stamp << 32) | count``,
-    stale under another stamp: no reset). An empty set ends the position: no longer n-gram
-    matches. ``miss``: a local id whose set is empty (the segment's number of local ids)."""
-    for n in range(n_count):
-        acc[n] = 0
-    for i in range(b0, b1):
-        x = hid[i]
-        m = masks[x if x >= 0 else miss]
-        for n in range(min(n_count, b1 - i)):
-            if n > 0:
-                y = hid[i + n]
-                m &= masks[y if y >= 0 else miss] >> n
-            if m == 0:
-                break
-            slot = n * BITS + _popcount((m & -m) - 1)
-            e = cnt[slot]
-            k = e & _LOW32 if (e >> 32) == stamp else 0
-            acc[n] += k < _popcount(m)
-            cnt[slot] = (stamp << 32) | (k + 1)
 
 
 @njit(cache=True, inline="always")
