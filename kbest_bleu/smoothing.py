@@ -33,9 +33,12 @@ def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     (``where=``) is about twice as slow. The result keeps the memory layout of the inputs
     (statistics are column-major).
     """
+    den = np.asarray(den)
+    if np.min(den, initial=1.0) > 0:  # every quotient defined (add-k counts): no mask, no error state (~2 us)
+        return np.divide(num, den, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         q = np.divide(num, den, dtype=np.float64)
-    np.copyto(q, 0.0, where=~(np.asarray(den) > 0))
+    np.copyto(q, 0.0, where=~(den > 0))
     return q
 
 
@@ -84,12 +87,14 @@ def _geometric(p: np.ndarray, include: Optional[np.ndarray], w: np.ndarray, reno
             for n in range(p.shape[1]):
                 prod *= np.where(include[:, n], p[:, n], 1.0)
                 k += include[:, n]
-        with np.errstate(divide="ignore"):
-            s = w[0] * np.log(prod)
         small = np.flatnonzero(prod < _TINY)
         if small.size:  # skipped when empty: ~10 numpy calls, a fifth of a small batch's scoring
+            with np.errstate(divide="ignore"):
+                s = w[0] * np.log(prod)
             s[small] = _weighted_log_sum(p[small], np.ones((small.size, p.shape[1]), bool) if include is None
                                          else include[small], w)
+        else:  # no zero product: log needs no error state
+            s = w[0] * np.log(prod)
         total = w[0] * k
     return np.exp(_div(s, total) if renormalize else s)
 
