@@ -3,10 +3,10 @@ integer token ids, compared as 64-bit integers, without any vocabulary-sized tab
 
 Private: no validation happens here; :mod:`kbest_bleu.token_ids` checks dtypes, shapes and
 bounds before calling in. The kernels are declared through :func:`kbest_bleu.jit.njit` (the
-package's cache, keyed by this folder's contents, so a change in :mod:`._bits` recompiles them
-too: DESIGN.md section 5). Every kernel also runs as plain Python under ``NUMBA_DISABLE_JIT=1``:
-hashing keeps every intermediate below 2**62 through Python ints, so slots, and therefore the
-statistics, are the same bits both ways.
+package's cache, keyed by this folder's contents, so a change in a sibling module recompiles
+them too: DESIGN.md section 5). Every kernel also runs as plain Python under
+``NUMBA_DISABLE_JIT=1``: hashing keeps every intermediate below 2**62 through Python ints, so
+slots, and therefore the statistics, are the same bits both ways.
 
 Exactness (DESIGN.md section 3): nothing is hashed to an id that could collide. Per segment, the
 references' distinct ids become local ids 0..v-1, through a direct table when the batch's
@@ -16,82 +16,22 @@ by the exact pair (parent node, local id). A collision costs a probe, never a me
 hypothesis id that no reference of its segment has matches nothing. A segment of one short
 reference is matched on exact sets of its positions instead (:mod:`kbest_bleu.token_ids._bits`).
 
-The hashed tables are reused by every segment and order of a run without being cleared: a slot
-holds its key and ``(stamp << 32) | value``, and a slot whose stamp is not the current one is
-empty. The count arrays are set back to 0 position by position. A segment therefore costs work
+The hashed tables (:mod:`kbest_bleu.token_ids._tables`) are reused by every segment and order of
+a run without being cleared: a slot whose stamp is not the current one is empty. The count arrays are set back to 0 position by position. A segment therefore costs work
 proportional to its own tokens, whatever the ids' range and however large the run's tables.
 """
 
 import numpy as np
 
 from ..jit import njit
-from ._bits import BITS, bits_count
+from ._bits import BITS, bits_segment, one_short_reference
+from ._tables import LOW32, LOW62, capacity, find, intern, slot, sparse_capacity
 
 # reference-length policies (kbest_bleu.token_ids maps BleuConfig.ref_length to these)
 CLOSEST, SHORTEST, AVERAGE = 0, 1, 2
 # columns of the segment table: hypothesis rows h0:h1, reference rows r0:r1, first output row,
 # reference row left out (-1: none; self-BLEU against the rest of a group)
 SEG_H0, SEG_H1, SEG_R0, SEG_R1, SEG_OUT, SEG_SKIP = range(6)
-
-_LOW62 = (1 << 62) - 1
-_LOW32 = (1 << 32) - 1
-_MULT = 0x5851F42D4C957F2D
-
-
-@njit(cache=True, inline="always")
-def _slot(key, shift):
-    """Multiplicative hashing: the top bits of the 62-bit product pick the slot."""
-    return ((int(key) * _MULT) & _LOW62) >> shift
-
-
-@njit(cache=True)
-def _capacity(n_items):
-    """log2 of the table size for ``n_items`` keys: a power of two >= 2 n_items, at least 16."""
-    bits = 4
-    while (1 << bits) < 2 * n_items:
-        bits += 1
-    return bits
-
-
-@njit(cache=True)
-def _sparse_capacity(n_items):
-    """log2 of a table size for ``n_items`` keys at a load factor of at most 1/8 while the table
-    is small (<= 2**15 slots, 512 KiB: in the L2 cache), else at most 1/2. A probe that does not
-    end at its first slot is a mispredicted branch; at 1/8 few do (the n-gram lookups ran ~2x
-    faster than at 1/2)."""
-    bits = _capacity(n_items)
-    while bits < 15 and (1 << bits) < 8 * n_items:
-        bits += 1
-    return bits
-
-
-@njit(cache=True, inline="always")
-def _find(table, key, shift, stamp):
-    """Slot of ``key`` in ``table`` (int64[2 cap]: key, (stamp << 32) | value per slot) among the
-    slots stamped ``stamp``, or the first slot not stamped so (where it would go): linear probing
-    over the first 2**(62 - shift) slots."""
-    mask = (1 << (62 - shift)) - 1
-    s = _slot(key, shift)
-    while (table[2 * s + 1] >> 32) == stamp:
-        if table[2 * s] == key:
-            return s
-        s = (s + 1) & mask
-    return s
-
-
-@njit(cache=True, inline="always")
-def _intern(table, key, shift, stamp, fresh):
-    """The value of ``key`` among the slots of ``table`` stamped ``stamp`` (:func:`_find`), stored
-    with the value ``fresh`` when it is not there: (value, 1 if stored else 0). The slot is written
-    either way (branch-free: a new key or a known one is as likely)."""
-    e = _find(table, key, shift, stamp)
-    w = table[2 * e + 1]
-    new = (w >> 32) != stamp
-    x = fresh if new else w & _LOW32
-    table[2 * e] = key
-    table[2 * e + 1] = (stamp << 32) | x
-    return x, new
-
 
 @njit(cache=True, inline="always")
 def _ref_length(c, ref_ptr, r0, r1, skip, policy):
@@ -125,8 +65,8 @@ def _row_hash(tok, a, b):
     """Hash of the ids tok[a:b] (any int64 values), below 2**62."""
     h = int(b - a)
     for i in range(a, b):
-        h = (h * 31 + int(tok[i])) & _LOW62
-    h = ((h ^ (h >> 31)) * 0x4CF5AD432745937F) & _LOW62
+        h = (h * 31 + int(tok[i])) & LOW62
+    h = ((h ^ (h >> 31)) * 0x4CF5AD432745937F) & LOW62
     return h ^ (h >> 29)
 
 
@@ -145,10 +85,11 @@ def _same_row(tok, hyp_ptr, p, q):
 def _run_sizes(hyp_ptr, ref_ptr, segs, s0, s1, n_count):
     """Scratch sizes of segments s0..s1-1: the largest reference id count, reference n-gram count
     of orders 2..n_count, hypothesis id count, hypothesis count and reference count of one
-    segment."""
-    ref_tok, ref_ngrams, hyp_tok, n_hyp, n_ref = 0, 0, 0, 0, 0
+    segment, and the number of segments of one short reference (:func:`one_short_reference`)."""
+    ref_tok, ref_ngrams, hyp_tok, n_hyp, n_ref, n_bits = 0, 0, 0, 0, 0, 0
     for s in range(s0, s1):
         r0, r1 = segs[s, SEG_R0], segs[s, SEG_R1]
+        n_bits += one_short_reference(ref_ptr, r0, r1, segs[s, SEG_SKIP]) >= 0
         ref_tok = max(ref_tok, ref_ptr[r1] - ref_ptr[r0])
         n_ref = max(n_ref, r1 - r0)
         grams = 0
@@ -160,7 +101,7 @@ def _run_sizes(hyp_ptr, ref_ptr, segs, s0, s1, n_count):
         h0, h1 = segs[s, SEG_H0], segs[s, SEG_H1]
         n_hyp = max(n_hyp, h1 - h0)
         hyp_tok = max(hyp_tok, hyp_ptr[h1] - hyp_ptr[h0])
-    return ref_tok, ref_ngrams, hyp_tok, n_hyp, n_ref
+    return ref_tok, ref_ngrams, hyp_tok, n_hyp, n_ref, n_bits
 
 
 @njit(cache=True, nogil=True)
@@ -205,16 +146,15 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     except in a segment of one reference, which counts straight into ``clip``.
 
     A segment of one reference of at most BITS ids (an RL reward's shape: one reference per
-    prompt, a sentence) skips the trie after order 1: its hypotheses are matched on the
-    reference's position sets, one machine word per id (:mod:`kbest_bleu.token_ids._bits`; 64 x 64
-    ids, one reference each: the kernel ~120 -> ~55 us).
+    prompt, a sentence) takes no trie and no local ids where the ids are direct: its hypotheses
+    are matched on the reference's position sets (:func:`kbest_bleu.token_ids._bits.bits_segment`).
     """
-    max_ref_tok, max_ref_ngrams, max_hyp_tok, max_hyps, max_refs = _run_sizes(hyp_ptr, ref_ptr, segs, s0, s1,
-                                                                              n_count)
-    local = np.full(n_vocab, -1, np.int32)
-    uni = np.zeros(2 << _sparse_capacity(max_ref_tok if n_vocab == 0 else 0), np.int64)
-    tri = np.zeros(2 << _sparse_capacity(max_ref_tok), np.int64)  # one order's n-grams at a time
-    rows = np.zeros(2 << _capacity(max_hyps if dedupe else 0), np.int64)
+    max_ref_tok, max_ref_ngrams, max_hyp_tok, max_hyps, max_refs, n_bits = _run_sizes(hyp_ptr, ref_ptr, segs, s0,
+                                                                                      s1, n_count)
+    local = np.full(n_vocab if n_bits < s1 - s0 else 0, -1, np.int32)  # the trie's direct id table
+    uni = np.zeros(2 << sparse_capacity(max_ref_tok if n_vocab == 0 else 0), np.int64)
+    tri = np.zeros(2 << sparse_capacity(max_ref_tok), np.int64)  # one order's n-grams at a time
+    rows = np.zeros(2 << capacity(max_hyps if dedupe else 0), np.int64)
     n_nodes_cap = max_ref_tok + max_ref_ngrams + 1
     miss = n_nodes_cap  # the node of a hypothesis n-gram no reference has (clip 0)
     clip = np.zeros(n_nodes_cap + 1, np.int32)  # max count over the references, 0 after each segment
@@ -228,8 +168,10 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     hnode = np.empty(max_hyp_tok, np.int32)
     n_live = np.empty(max_hyps + max_refs, np.int64)  # list lengths: the hypotheses', then the references'
     dup = np.empty(max_hyps, np.int64)
-    masks = np.zeros(min(max_ref_tok, BITS) + 1, np.int64)  # position sets per local id (bits_count)
-    cnt_bits = np.zeros(n_count * BITS, np.int64)  # stamped counts per order and first position
+    # position sets of one short reference: by id (direct) or by local id (hashed); bits_segment
+    masks = np.zeros((n_vocab if n_vocab > 0 else BITS + 1) if n_bits > 0 else 0, np.int64)
+    hm = np.empty(max_hyp_tok if n_bits > 0 else 0, np.int64)  # a hypothesis's sets, id by id
+    cnt_bits = np.zeros(n_count * BITS if n_bits > 0 else 0, np.int64)  # stamped counts per order and first position
     acc = np.empty(n_count, np.int64)
     hyp_stamp = np.int64(0)
     n_cols = totals.shape[1]
@@ -244,16 +186,16 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
         single = r1 - r0 - (1 if r0 <= skip < r1 else 0) == 1
         rcnt = clip if single else cnt
         # lengths; a duplicate of an earlier hypothesis of the segment is copied at the end
-        rshift = 62 - _capacity(nh)
+        rshift = 62 - capacity(nh)
         rmask = (1 << (62 - rshift)) - 1
         for h in range(h0, h1):
             a, b = hyp_ptr[h], hyp_ptr[h + 1]
             dup[h - h0] = -1
             if dedupe and nh > 1:  # a segment of one hypothesis has no duplicate to find
                 hh = _row_hash(tok, a, b)
-                e = _slot(hh, rshift)
+                e = slot(hh, rshift)
                 while (rows[2 * e + 1] >> 32) == seg_stamp:
-                    p = rows[2 * e + 1] & _LOW32
+                    p = rows[2 * e + 1] & LOW32
                     if rows[2 * e] == hh and _same_row(tok, hyp_ptr, h0 + p, h):
                         dup[h - h0] = p
                         break
@@ -268,146 +210,141 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
             ref_len[row] = _ref_length(c, ref_ptr, r0, r1, skip, policy)
             for n in range(n_cols):
                 totals[row, n] = max(0, c - n)
-        # order 1: the references' distinct ids become the local ids 0..v-1 (the unigram nodes)
-        ushift = 62 - _sparse_capacity(a1 - a0)
-        # one short reference: each hypothesis n-gram is matched on the reference's position sets
-        # (bits_count; bit p of masks[x]: local id x at position p), set while interning
-        bits = single and 0 < a1 - a0 - (ref_ptr[skip + 1] - ref_ptr[skip] if r0 <= skip < r1 else 0) <= BITS
-        v = 0
-        for r in range(r0, r1):
-            if r == skip:
-                continue
-            if n_vocab > 0:
-                for k in range(ref_ptr[r], ref_ptr[r + 1]):
-                    t = ref_tok[k]
-                    x = local[t]
-                    new = x < 0
-                    x = v if new else x
-                    local[t] = x
-                    v += new
-                    rid[k - a0] = x
-                    if bits:
-                        masks[x] |= 1 << (k - ref_ptr[r])
-            else:
-                for k in range(ref_ptr[r], ref_ptr[r + 1]):
-                    x, new = _intern(uni, ref_tok[k], ushift, seg_stamp, v)
-                    v += new
-                    rid[k - a0] = x
-                    if bits:
-                        masks[x] |= 1 << (k - ref_ptr[r])
-        n_nodes = 0 if bits else v  # the trie's nodes (clip and hit are set back to 0 below)
-        if bits:
-            for h in range(h0, h1):
-                if dup[h - h0] < 0:
+        one = one_short_reference(ref_ptr, r0, r1, skip)
+        if one >= 0:  # matched on the reference's position sets (kbest_bleu.token_ids._bits)
+            ra, rb = ref_ptr[one], ref_ptr[one + 1]
+            hyp_stamp = bits_segment(tok, hyp_ptr, h0, h1, dup, out0, ref_tok, ra, rb, n_vocab, masks, uni,
+                                     62 - sparse_capacity(rb - ra), seg_stamp, rid, hm, n_count, cnt_bits, hyp_stamp,
+                                     acc, matches)
+        else:
+            # order 1: the references' distinct ids become the local ids 0..v-1 (the unigram nodes)
+            ushift = 62 - sparse_capacity(a1 - a0)
+            v = 0
+            for r in range(r0, r1):
+                if r == skip:
+                    continue
+                if n_vocab > 0:
+                    for k in range(ref_ptr[r], ref_ptr[r + 1]):
+                        t = ref_tok[k]
+                        x = local[t]
+                        new = x < 0
+                        x = v if new else x
+                        local[t] = x
+                        v += new
+                        rid[k - a0] = x
+                else:
+                    for k in range(ref_ptr[r], ref_ptr[r + 1]):
+                        x, new = intern(uni, ref_tok[k], ushift, seg_stamp, v)
+                        v += new
+                        rid[k - a0] = x
+            n_nodes = v
+            if v > 0:
+                for r in range(r0, r1):
+                    if r != skip:
+                        b0, b1 = ref_ptr[r] - a0, ref_ptr[r + 1] - a0
+                        for k in range(b0, b1):
+                            rcnt[rid[k]] += 1
+                        if not single:
+                            _clip_pass(rid, b0, b1, cnt, clip)
+                for h in range(h0, h1):
+                    if dup[h - h0] >= 0:
+                        continue
                     b0, b1 = hyp_ptr[h] - c0, hyp_ptr[h + 1] - c0
-                    _hyp_ids(tok, c0, b0, b1, n_vocab, local, uni, ushift, seg_stamp, hid)
-                    hyp_stamp += 1
-                    bits_count(hid, b0, b1, v, masks, n_count, cnt_bits, hyp_stamp, acc)
-                    for n in range(n_count):
-                        matches[out0 + h - h0, n] = acc[n]
-        elif v > 0:
-            for r in range(r0, r1):
-                if r != skip:
-                    b0, b1 = ref_ptr[r] - a0, ref_ptr[r + 1] - a0
-                    for k in range(b0, b1):
-                        rcnt[rid[k]] += 1
-                    if not single:
-                        _clip_pass(rid, b0, b1, cnt, clip)
-            for h in range(h0, h1):
-                if dup[h - h0] >= 0:
-                    continue
-                b0, b1 = hyp_ptr[h] - c0, hyp_ptr[h + 1] - c0
-                _hyp_ids(tok, c0, b0, b1, n_vocab, local, uni, ushift, seg_stamp, hid)
-                j = b0
-                m = 0
-                for k in range(b0, b1):
-                    x = hid[k]
-                    found = x >= 0
-                    x = x if found else miss
-                    hpos[j] = k
-                    hnode[j] = x
-                    j += found
-                    m += _count_one(x, cnt, clip, hit)
-                _reset_counts(hnode, b0, j, cnt, miss)
-                n_live[h - h0] = j - b0
-                matches[out0 + h - h0, 0] = m
-            for r in range(r0, r1):
-                if r != skip:
-                    b0, b1 = ref_ptr[r] - a0, ref_ptr[r + 1] - a0
-                    j = b0
-                    for k in range(b0, b1):
-                        x = rid[k]
-                        rpos[j] = k
-                        rnode[j] = x
-                        j += hit[x]
-                    n_live[nh + r - r0] = j - b0
-        # orders 2..n_count, level by level; each order has its own table (stamped with the
-        # segment and the order), sized to its own live positions: a small table stays in cache
-        for n in range(1, n_count if v > 0 and not bits else 1):
-            o_stamp = seg_stamp * 32 + n
-            n_keys = 0
-            for r in range(r0, r1):
-                if r == skip:
-                    continue
-                b0, end = ref_ptr[r] - a0, ref_ptr[r + 1] - a0
-                # keep the positions with an n+1-gram whose n-gram prefix and last id some hypothesis has
-                j = b0
-                for q in range(b0, b0 + n_live[nh + r - r0]):
-                    i = rpos[q]
-                    if i + n >= end:
-                        break
-                    node = rnode[q]
-                    rpos[j] = i
-                    rnode[j] = node
-                    j += hit[node] & hit[rid[i + n]]
-                n_live[nh + r - r0] = j - b0
-                n_keys += j - b0
-            tshift = 62 - _sparse_capacity(n_keys)
-            for r in range(r0, r1):
-                if r == skip:
-                    continue
-                b0 = ref_ptr[r] - a0
-                j = b0 + n_live[nh + r - r0]
-                for q in range(b0, j):
-                    x, new = _intern(tri, (np.int64(rnode[q]) << 32) | rid[rpos[q] + n], tshift, o_stamp, n_nodes)
-                    n_nodes += new
-                    rnode[q] = x
-                    rcnt[x] += 1
-                if not single:
-                    _clip_pass(rnode, b0, j, cnt, clip)
-            for h in range(h0, h1):
-                if dup[h - h0] >= 0:
-                    continue
-                b0, end = hyp_ptr[h] - c0, hyp_ptr[h + 1] - c0
-                j = b0
-                m = 0
-                for q in range(b0, b0 + n_live[h - h0]):
-                    i = hpos[q]
-                    if i + n >= end:
-                        break
-                    # a missing id (-1) makes a key no reference n-gram has: its low half is >= 2**31
-                    key = (np.int64(hnode[q]) << 32) | (np.int64(hid[i + n]) & _LOW32)
-                    e = _find(tri, key, tshift, o_stamp)
-                    w = tri[2 * e + 1]
-                    found = (w >> 32) == o_stamp
-                    x = w & _LOW32 if found else miss
-                    hpos[j] = i
-                    hnode[j] = x
-                    j += found
-                    m += _count_one(x, cnt, clip, hit)
-                _reset_counts(hnode, b0, j, cnt, miss)
-                n_live[h - h0] = j - b0
-                matches[out0 + h - h0, n] = m
-        # the segment's tables back to their resting state
-        clip[:n_nodes] = 0
-        hit[:n_nodes] = 0
-        for r in range(r0, r1):
-            if r != skip:
-                for k in range(ref_ptr[r], ref_ptr[r + 1]):
                     if n_vocab > 0:
-                        local[ref_tok[k]] = -1
-                    if bits:
-                        masks[rid[k - a0]] = 0
+                        for k in range(b0, b1):
+                            t = tok[c0 + k]
+                            hid[k] = local[t] if 0 <= t < n_vocab else -1
+                    else:
+                        for k in range(b0, b1):
+                            u = find(uni, tok[c0 + k], ushift, seg_stamp)
+                            w = uni[2 * u + 1]
+                            hid[k] = w & LOW32 if (w >> 32) == seg_stamp else -1
+                    j = b0
+                    m = 0
+                    for k in range(b0, b1):
+                        x = hid[k]
+                        found = x >= 0
+                        x = x if found else miss
+                        hpos[j] = k
+                        hnode[j] = x
+                        j += found
+                        m += _count_one(x, cnt, clip, hit)
+                    _reset_counts(hnode, b0, j, cnt, miss)
+                    n_live[h - h0] = j - b0
+                    matches[out0 + h - h0, 0] = m
+                for r in range(r0, r1):
+                    if r != skip:
+                        b0, b1 = ref_ptr[r] - a0, ref_ptr[r + 1] - a0
+                        j = b0
+                        for k in range(b0, b1):
+                            x = rid[k]
+                            rpos[j] = k
+                            rnode[j] = x
+                            j += hit[x]
+                        n_live[nh + r - r0] = j - b0
+            # orders 2..n_count, level by level; each order has its own table (stamped with the
+            # segment and the order), sized to its own live positions: a small table stays in cache
+            for n in range(1, n_count if v > 0 else 1):
+                o_stamp = seg_stamp * 32 + n
+                n_keys = 0
+                for r in range(r0, r1):
+                    if r == skip:
+                        continue
+                    b0, end = ref_ptr[r] - a0, ref_ptr[r + 1] - a0
+                    # keep the positions with an n+1-gram whose n-gram prefix and last id some hypothesis has
+                    j = b0
+                    for q in range(b0, b0 + n_live[nh + r - r0]):
+                        i = rpos[q]
+                        if i + n >= end:
+                            break
+                        node = rnode[q]
+                        rpos[j] = i
+                        rnode[j] = node
+                        j += hit[node] & hit[rid[i + n]]
+                    n_live[nh + r - r0] = j - b0
+                    n_keys += j - b0
+                tshift = 62 - sparse_capacity(n_keys)
+                for r in range(r0, r1):
+                    if r == skip:
+                        continue
+                    b0 = ref_ptr[r] - a0
+                    j = b0 + n_live[nh + r - r0]
+                    for q in range(b0, j):
+                        x, new = intern(tri, (np.int64(rnode[q]) << 32) | rid[rpos[q] + n], tshift, o_stamp, n_nodes)
+                        n_nodes += new
+                        rnode[q] = x
+                        rcnt[x] += 1
+                    if not single:
+                        _clip_pass(rnode, b0, j, cnt, clip)
+                for h in range(h0, h1):
+                    if dup[h - h0] >= 0:
+                        continue
+                    b0, end = hyp_ptr[h] - c0, hyp_ptr[h + 1] - c0
+                    j = b0
+                    m = 0
+                    for q in range(b0, b0 + n_live[h - h0]):
+                        i = hpos[q]
+                        if i + n >= end:
+                            break
+                        # a missing id (-1) makes a key no reference n-gram has: its low half is >= 2**31
+                        key = (np.int64(hnode[q]) << 32) | (np.int64(hid[i + n]) & LOW32)
+                        e = find(tri, key, tshift, o_stamp)
+                        w = tri[2 * e + 1]
+                        found = (w >> 32) == o_stamp
+                        x = w & LOW32 if found else miss
+                        hpos[j] = i
+                        hnode[j] = x
+                        j += found
+                        m += _count_one(x, cnt, clip, hit)
+                    _reset_counts(hnode, b0, j, cnt, miss)
+                    n_live[h - h0] = j - b0
+                    matches[out0 + h - h0, n] = m
+            # the segment's tables back to their resting state
+            clip[:n_nodes] = 0
+            hit[:n_nodes] = 0
+            if n_vocab > 0:
+                for k in range(a1 - a0):
+                    local[ref_tok[a0 + k]] = -1
         for h in range(h0, h1):
             q = dup[h - h0]
             if q >= 0:
@@ -417,21 +354,6 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                     totals[row, n] = totals[src, n]
                 hyp_len[row] = hyp_len[src]
                 ref_len[row] = ref_len[src]
-
-
-@njit(cache=True, inline="always")
-def _hyp_ids(tok, c0, b0, b1, n_vocab, local, uni, ushift, stamp, hid):
-    """Segment-local ids of the hypothesis ids tok[c0 + b0:c0 + b1] into hid[b0:b1] (-1: an id no
-    reference of the segment has), through the direct table or the hashed one."""
-    if n_vocab > 0:
-        for k in range(b0, b1):
-            t = tok[c0 + k]
-            hid[k] = local[t] if 0 <= t < n_vocab else -1
-    else:
-        for k in range(b0, b1):
-            u = _find(uni, tok[c0 + k], ushift, stamp)
-            w = uni[2 * u + 1]
-            hid[k] = w & _LOW32 if (w >> 32) == stamp else -1
 
 
 @njit(cache=True, inline="always")
