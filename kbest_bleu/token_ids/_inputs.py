@@ -17,7 +17,7 @@ from ..errors import InputError
 def _pad_value(pad_id: Any) -> Optional[int]:
     if pad_id is None:
         return None
-    if isinstance(pad_id, (bool, np.bool_)) or not isinstance(pad_id, numbers.Integral):
+    if type(pad_id) is not int and (isinstance(pad_id, (bool, np.bool_)) or not isinstance(pad_id, numbers.Integral)):
         raise InputError(f"pad_id: expected an integer id (or None: no padding), found {pad_id!r}")
     pad = int(pad_id)
     if not -(1 << 63) <= pad < (1 << 64):
