@@ -4,6 +4,7 @@ joined into strings, and against NLTK's sentence_bleu loop, on the issue's rando
     python benchmarks/bench_token_ids.py                 # every batch, medians of --repeats
     python benchmarks/bench_token_ids.py --quick         # fewer repeats, smaller NLTK sample
     python benchmarks/bench_token_ids.py --batches 1     # the first batch only (256 x 1,024), then 64 x 64
+    python benchmarks/bench_token_ids.py --keep-freed-memory  # malloc set as a training loop would set it
 
 Batches (seeded): ids Zipf-like over a vocabulary of 32,000 (1-based: 0 is the pad id); each
 hypothesis is a reference of 80-100% of the row length with ~30% of its tokens replaced, then
@@ -157,7 +158,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="3 repeats, NLTK on 32 rows")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--batches", default="1,2,3,4", help="which batches, 1-based, comma-separated (1: 256 x 1,024)")
+    ap.add_argument("--keep-freed-memory", action="store_true",
+                    help="call kbest_bleu.keep_freed_memory() first (malloc keeps what a call frees for the next)")
     args = ap.parse_args()
+    if args.keep_freed_memory:
+        import kbest_bleu
+
+        print(f"# kbest_bleu.keep_freed_memory(): {kbest_bleu.keep_freed_memory()}")
     repeats = 3 if args.quick else args.repeats
     nltk_rows = 32 if args.quick else 64
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "

@@ -16,6 +16,7 @@ _LAZY = {
     "score_kbest": "bleu", "sentence_bleu": "bleu", "sentence_scores": "bleu", "SentenceScorer": "bleu",
     "BleuStats": "stats", "ngram_stats": "stats",
     "set_threads": "counting.threads", "threads": "counting.threads",  # the kernels' thread count
+    "keep_freed_memory": "memory",  # malloc's thresholds, for a process that scores again and again
     "bleu2vec_scores": "metrics.bleu2vec",  # needs the [bleu2vec] extra only when called with a model
 }
 
@@ -32,6 +33,7 @@ __all__ = [
     "corpus_bleu",
     "corpus_score",
     "document_score",
+    "keep_freed_memory",
     "ngram_stats",
     "score_kbest",
     "sentence_bleu",

@@ -5,7 +5,6 @@ Python keeps every default: these settings are for a process that runs one comma
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import logging
 import os
@@ -13,17 +12,13 @@ import re
 import sys
 from pathlib import Path
 
-from . import collector, settings
+from . import collector
 from .cli import main
 from .counting.threads import size_pools_to_quota
 from .jit import skip_blas_probe
+from .memory import keep_freed_memory
 
 __all__ = ["command"]
-
-# glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
-
 
 def _command_process() -> None:
     """Settings for a process that runs one command and exits (README, "Threads"): numba's
@@ -38,10 +33,10 @@ def _command_process() -> None:
     features, bootstrap resamples of per-segment statistics): one thread serves it. In a
     container whose CPU quota is below its cores, numba's and Arrow's pools are sized to the quota
     (:func:`kbest_bleu._cpus.size_pools_to_quota`), unless NUMBA_NUM_THREADS / OMP_NUM_THREADS say
-    otherwise. Malloc keeps what batches free for the next ones (:func:`_keep_freed_memory`), and
-    Arrow's buffers come from its jemalloc pool where pyarrow has one (:func:`_arrow_memory_pool`). First of
-    all, Python's garbage collector is paused until the job's start-up is over
-    (:mod:`kbest_bleu.collector`: its runs over the imports' objects, which live to the end, cost
+    otherwise. Malloc keeps what batches free for the next ones
+    (:func:`kbest_bleu.memory.keep_freed_memory`), and Arrow's buffers come from its jemalloc pool
+    where pyarrow has one (:func:`_arrow_memory_pool`). First of all, Python's garbage collector
+    is paused until the job's start-up is over (:mod:`kbest_bleu.collector`: its runs over the imports' objects, which live to the end, cost
     26 ms of a 200,000-row job)."""
     collector.pause()
     if "numba" not in sys.modules:  # numba reads its threading layer when it is imported
@@ -54,7 +49,7 @@ def _command_process() -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     size_pools_to_quota()
     skip_blas_probe()
-    _keep_freed_memory()
+    keep_freed_memory()
     _arrow_memory_pool()
     if sys.stdout is not None and hasattr(sys.stdout, "reconfigure"):
         # the summary waits in the text buffer for the flush at exit, where a reader that has gone
@@ -91,27 +86,6 @@ def _has_jemalloc(pyarrow_dir: "str | os.PathLike") -> bool:
     except OSError:
         return False
     return re.search(r"^#define ARROW_JEMALLOC\s*$", header, re.MULTILINE) is not None
-
-
-def _keep_freed_memory() -> None:
-    """glibc's malloc set to reuse what a batch frees for the next one (README, "Memory"): blocks
-    up to :data:`MMAP_THRESHOLD` from the heap, freed memory kept up to :data:`TRIM_THRESHOLD`.
-    By default glibc maps each block above its threshold (128 KiB, rising with the blocks freed up
-    to 32 MiB; a batch's arrays pass it) afresh and unmaps it when freed, so every batch faults its
-    pages in again, each fault costing system time (more on a VM). Measured on 2,000,000 rows, 4
-    alternated runs each: 115,000-120,000 -> 33,000-38,000 page faults, 0.39-0.95 -> 0.17-0.30 s
-    of system time, median wall 2.24 -> 2.05 s, the same peak memory. Left alone where the user
-    tunes malloc (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``GLIBC_TUNABLES``), off
-    Linux, and where the C library has no ``mallopt`` (musl's accepts and ignores it)."""
-    if (not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ
-            or "MALLOC_TRIM_THRESHOLD_" in os.environ or "malloc" in os.environ.get("GLIBC_TUNABLES", "")):
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_MMAP_THRESHOLD, settings.MMAP_THRESHOLD)
-    mallopt(_M_TRIM_THRESHOLD, settings.TRIM_THRESHOLD)
 
 
 def command() -> None:

@@ -49,8 +49,8 @@ MAX_ROW_BYTES = 4 << 20
 TEXT_BLOCK_BYTES = 2 * MAX_ROW_BYTES
 # MBR: pairs of one chunk of segments (K x R each), so memory stays bounded for K = 1,000
 MAX_PAIRS_PER_CHUNK = 4_000_000
-# the program's malloc settings (kbest_bleu.program): blocks up to MMAP_THRESHOLD from the heap,
-# freed memory kept up to TRIM_THRESHOLD
+# malloc settings of the program (kbest_bleu.program) and of kbest_bleu.keep_freed_memory(): blocks up
+# to MMAP_THRESHOLD from the heap, freed memory kept up to TRIM_THRESHOLD
 MMAP_THRESHOLD = 64 << 20
 TRIM_THRESHOLD = 128 << 20
 # paired significance tests: resamples x segments at most (each cell ~24 bytes of draws and counts)

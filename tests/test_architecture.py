@@ -16,7 +16,7 @@ MAX_LINES = 500
 # The layers, in data-flow order: a module may import its own layer and the layers before it.
 # core: options, tokenize, encode, count, score; then the areas built on it; then the program.
 LAYERS = [
-    ("foundation", {"errors", "settings", "config", "jit", "collector", "arrays", "arrow_compute"}),
+    ("foundation", {"errors", "settings", "config", "jit", "collector", "arrays", "arrow_compute", "memory"}),
     ("core", {"tokenize", "encode", "counting", "stats", "smoothing", "bleu", "token_ids", "rewards"}),
     ("files", {"files"}),
     ("metrics", {"metrics"}),
