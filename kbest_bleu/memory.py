@@ -29,10 +29,11 @@ def keep_freed_memory() -> bool:
     scores a batch again and again faults the pages of every batch's arrays in again, each fault
     costing system time (more on a VM). Measured: the ``kbest-bleu`` program on 2,000,000 rows,
     115,000-120,000 -> 33,000-38,000 page faults, median wall 2.24 -> 2.05 s, the same peak
-    memory; ``token_bleu`` on 256 x 1,024 ids in a loop (2 threads) 9.4-10.2 -> 6.6-6.7 ms a call
-    (docs/token_ids.md, "Speed"). Left alone (False) where the user tunes malloc
-    (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, or ``GLIBC_TUNABLES`` naming malloc),
-    off Linux, and where the C library has no ``mallopt`` (musl's accepts and ignores it).
+    memory; ``token_bleu`` on 256 x 1,024 ids in a loop (2 threads) 9.4-13.4 -> 6.6-10.4 ms a call,
+    the machine's load moving during the runs (docs/token_ids.md, "Speed"). Left alone (False)
+    where the user tunes malloc (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, or
+    ``GLIBC_TUNABLES`` naming malloc), off Linux, and where the C library has no ``mallopt``
+    (musl's accepts and ignores it).
     """
     if (not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ
             or "MALLOC_TRIM_THRESHOLD_" in os.environ or "malloc" in os.environ.get("GLIBC_TUNABLES", "")):

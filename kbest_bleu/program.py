@@ -20,6 +20,7 @@ from .memory import keep_freed_memory
 
 __all__ = ["command"]
 
+
 def _command_process() -> None:
     """Settings for a process that runs one command and exits (README, "Threads"): numba's
     workqueue threading layer unless NUMBA_THREADING_LAYER says otherwise (the command launches
@@ -36,8 +37,8 @@ def _command_process() -> None:
     otherwise. Malloc keeps what batches free for the next ones
     (:func:`kbest_bleu.memory.keep_freed_memory`), and Arrow's buffers come from its jemalloc pool
     where pyarrow has one (:func:`_arrow_memory_pool`). First of all, Python's garbage collector
-    is paused until the job's start-up is over (:mod:`kbest_bleu.collector`: its runs over the imports' objects, which live to the end, cost
-    26 ms of a 200,000-row job)."""
+    is paused until the job's start-up is over (:mod:`kbest_bleu.collector`: its runs over the
+    imports' objects, which live to the end, cost 26 ms of a 200,000-row job)."""
     collector.pause()
     if "numba" not in sys.modules:  # numba reads its threading layer when it is imported
         os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")

@@ -56,7 +56,7 @@ _MAX_RUN = 1 << 24
 # reference ids below this (or below 8x the batch's reference ids) are looked up in a direct table
 _DIRECT_IDS = 1 << 16
 _DIRECT_PER_ID = 8
-_DIRECT_MAX = 1 << 22  # at most 16 MiB of direct table per run, whatever the batch
+_DIRECT_MAX = 1 << 22  # at most 4M entries per direct table (int32 ids, int64 position sets), whatever the batch
 _OUT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
@@ -226,7 +226,7 @@ def _direct_vocab(ref_tok: np.ndarray, k: Any) -> int:
     return hi + 1 if lo >= 0 and hi < min(max(_DIRECT_IDS, _DIRECT_PER_ID * ref_tok.size), _DIRECT_MAX) else 0
 
 
-def _thread_cut(hyp_ptr: np.ndarray, ref_ptr: np.ndarray, segs: np.ndarray, n_runs: int) -> np.ndarray:
+def _thread_cut(hyp_ptr: np.ndarray, ref_ptr: np.ndarray, segs: np.ndarray, n_runs: int) -> "np.ndarray | tuple":
     """Segment bounds int64[C+1] cutting the segments into about ``n_runs`` runs of about equal
     work (hypothesis plus reference ids), each of at most :data:`_MAX_RUN` segments (a tuple for
     one run: a small batch's call skips making an array)."""

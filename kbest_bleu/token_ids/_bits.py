@@ -8,7 +8,7 @@ them, so every shift, AND and lowest-bit step stays non-negative: the same bits 
 """
 
 from ..jit import njit
-from ._tables import LOW32, find, intern
+from ._tables import LOW32, intern, lookup
 
 # the most reference ids a position set holds (bits 0..62 of one int64)
 BITS = 63
@@ -72,8 +72,9 @@ def bits_segment(tok, hyp_ptr, h0, h1, dup, out0, ref_tok, ra, rb, n_vocab, mask
 
     The reference's position sets are indexed by id (``n_vocab`` > 0: every reference id is in
     0..n_vocab-1, ``masks`` int64[n_vocab]; no local ids at all) or by a local id interned in
-    ``uni`` (``masks`` int64[BITS + 1]); they are set back to 0 at the end. ``hm``: scratch of a
-    hypothesis's length; ``hyp_stamp``: the last stamp of ``cnt`` used, returned advanced."""
+    ``uni`` (``masks`` int64[BITS + 1]); they are set back to 0 at the end. ``hm``: scratch of the
+    segment's hypothesis ids (indexed from its first hypothesis); ``hyp_stamp``: the last stamp
+    of ``cnt`` used, returned advanced."""
     v = 0
     for k in range(ra, rb):
         x = ref_tok[k]
@@ -92,8 +93,8 @@ def bits_segment(tok, hyp_ptr, h0, h1, dup, out0, ref_tok, ra, rb, n_vocab, mask
             if n_vocab > 0:
                 hm[k] = masks[t] if 0 <= t < n_vocab else 0
             else:
-                w = uni[2 * find(uni, t, ushift, stamp) + 1]
-                hm[k] = masks[w & LOW32] if (w >> 32) == stamp else 0
+                x = lookup(uni, t, ushift, stamp)
+                hm[k] = masks[x] if x >= 0 else 0
         hyp_stamp += 1
         bits_count(hm, b0, b1, n_count, cnt, hyp_stamp, acc)
         for n in range(n_count):

@@ -17,21 +17,23 @@ hypothesis id that no reference of its segment has matches nothing. A segment of
 reference is matched on exact sets of its positions instead (:mod:`kbest_bleu.token_ids._bits`).
 
 The hashed tables (:mod:`kbest_bleu.token_ids._tables`) are reused by every segment and order of
-a run without being cleared: a slot whose stamp is not the current one is empty. The count arrays are set back to 0 position by position. A segment therefore costs work
-proportional to its own tokens, whatever the ids' range and however large the run's tables.
+a run without being cleared: a slot whose stamp is not the current one is empty. The count
+arrays are set back to 0 position by position. A segment therefore costs work proportional to its
+own tokens, whatever the ids' range and however large the run's tables.
 """
 
 import numpy as np
 
 from ..jit import njit
 from ._bits import BITS, bits_segment, one_short_reference
-from ._tables import LOW32, LOW62, capacity, find, intern, slot, sparse_capacity
+from ._tables import LOW32, LOW62, capacity, intern, lookup, slot, sparse_capacity
 
 # reference-length policies (kbest_bleu.token_ids maps BleuConfig.ref_length to these)
 CLOSEST, SHORTEST, AVERAGE = 0, 1, 2
 # columns of the segment table: hypothesis rows h0:h1, reference rows r0:r1, first output row,
 # reference row left out (-1: none; self-BLEU against the rest of a group)
 SEG_H0, SEG_H1, SEG_R0, SEG_R1, SEG_OUT, SEG_SKIP = range(6)
+
 
 @njit(cache=True, inline="always")
 def _ref_length(c, ref_ptr, r0, r1, skip, policy):
@@ -121,7 +123,9 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     policy : int             CLOSEST, SHORTEST or AVERAGE
     dedupe : bool            a hypothesis equal to an earlier one of its segment copies its row
     n_vocab : int            > 0: every reference id is in 0..n_vocab-1, and segment-local ids are
-                             found by direct index (an int32[n_vocab] table per run); 0: hashed
+                             found by direct index (an int32[n_vocab] table per run with trie
+                             segments, an int64[n_vocab] of position sets per run with segments of
+                             one short reference); 0: hashed
     matches, totals : int32[P, n_cols]  zeroed on entry; clipped matches m_n and l_n = max(0, c - n + 1)
     hyp_len, ref_len : int32[P]
 
@@ -170,7 +174,7 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     dup = np.empty(max_hyps, np.int64)
     # position sets of one short reference: by id (direct) or by local id (hashed); bits_segment
     masks = np.zeros((n_vocab if n_vocab > 0 else BITS + 1) if n_bits > 0 else 0, np.int64)
-    hm = np.empty(max_hyp_tok if n_bits > 0 else 0, np.int64)  # a hypothesis's sets, id by id
+    hm = np.empty(max_hyp_tok if n_bits > 0 else 0, np.int64)  # the segment's hypothesis ids' sets
     cnt_bits = np.zeros(n_count * BITS if n_bits > 0 else 0, np.int64)  # stamped counts per order and first position
     acc = np.empty(n_count, np.int64)
     hyp_stamp = np.int64(0)
@@ -256,9 +260,7 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                             hid[k] = local[t] if 0 <= t < n_vocab else -1
                     else:
                         for k in range(b0, b1):
-                            u = find(uni, tok[c0 + k], ushift, seg_stamp)
-                            w = uni[2 * u + 1]
-                            hid[k] = w & LOW32 if (w >> 32) == seg_stamp else -1
+                            hid[k] = lookup(uni, tok[c0 + k], ushift, seg_stamp)
                     j = b0
                     m = 0
                     for k in range(b0, b1):
@@ -328,10 +330,9 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                             break
                         # a missing id (-1) makes a key no reference n-gram has: its low half is >= 2**31
                         key = (np.int64(hnode[q]) << 32) | (np.int64(hid[i + n]) & LOW32)
-                        e = find(tri, key, tshift, o_stamp)
-                        w = tri[2 * e + 1]
-                        found = (w >> 32) == o_stamp
-                        x = w & LOW32 if found else miss
+                        x = lookup(tri, key, tshift, o_stamp)
+                        found = x >= 0
+                        x = x if found else miss
                         hpos[j] = i
                         hnode[j] = x
                         j += found

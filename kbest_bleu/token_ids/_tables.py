@@ -57,6 +57,13 @@ def find(table, key, shift, stamp):
 
 
 @njit(cache=True, inline="always")
+def lookup(table, key, shift, stamp):
+    """The value of ``key`` among the slots of ``table`` stamped ``stamp``, or -1."""
+    w = table[2 * find(table, key, shift, stamp) + 1]
+    return w & LOW32 if (w >> 32) == stamp else -1
+
+
+@njit(cache=True, inline="always")
 def intern(table, key, shift, stamp, fresh):
     """The value of ``key`` among the slots of ``table`` stamped ``stamp`` (:func:`find`), stored
     with the value ``fresh`` when it is not there: (value, 1 if stored else 0). The slot is written
