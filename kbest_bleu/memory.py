@@ -7,7 +7,6 @@ changes nothing.
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 
 from . import settings
@@ -35,8 +34,7 @@ def keep_freed_memory() -> bool:
     ``GLIBC_TUNABLES`` naming malloc), off Linux, and where the C library has no ``mallopt``
     (musl's accepts and ignores it).
     """
-    if (not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ
-            or "MALLOC_TRIM_THRESHOLD_" in os.environ or "malloc" in os.environ.get("GLIBC_TUNABLES", "")):
+    if not sys.platform.startswith("linux") or settings.user_tunes_malloc():
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt

@@ -77,6 +77,8 @@ ENVIRONMENT = {
                                    "SentencePiece model of tokenize=flores200 (also --spm-model)"),
     "SACREBLEU": ("~/.sacrebleu", "sacrebleu's folder, where its downloaded SentencePiece models are looked for"),
     "XDG_CACHE_HOME": ("~/.cache", "the user cache (metaeval's cached tables, kbest_bleu/)"),
+    "MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES": (
+        "unset", "the user's malloc tuning: where set (GLIBC_TUNABLES naming malloc), keep_freed_memory leaves it"),
 }
 # variables the kbest-bleu program sets for its own process, each only where the user did not
 PROGRAM_SETS = {
@@ -102,6 +104,13 @@ def numba_cache_dir() -> Optional[Path]:
     """``NUMBA_CACHE_DIR`` when set."""
     value = _get("NUMBA_CACHE_DIR")
     return Path(value) if value else None
+
+
+def user_tunes_malloc() -> bool:
+    """Whether the user tunes glibc's malloc (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
+    or ``GLIBC_TUNABLES`` naming malloc): then :func:`kbest_bleu.memory.keep_freed_memory` leaves it."""
+    return ("MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ
+            or "malloc" in os.environ.get("GLIBC_TUNABLES", ""))
 
 
 def numba_threads() -> Optional[int]:

@@ -264,13 +264,8 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                     j = b0
                     m = 0
                     for k in range(b0, b1):
-                        x = hid[k]
-                        found = x >= 0
-                        x = x if found else miss
-                        hpos[j] = k
-                        hnode[j] = x
-                        j += found
-                        m += _count_one(x, cnt, clip, hit)
+                        j, hit_k = _live_step(hid[k], k, j, hpos, hnode, miss, cnt, clip, hit)
+                        m += hit_k
                     _reset_counts(hnode, b0, j, cnt, miss)
                     n_live[h - h0] = j - b0
                     matches[out0 + h - h0, 0] = m
@@ -330,13 +325,9 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
                             break
                         # a missing id (-1) makes a key no reference n-gram has: its low half is >= 2**31
                         key = (np.int64(hnode[q]) << 32) | (np.int64(hid[i + n]) & LOW32)
-                        x = lookup(tri, key, tshift, o_stamp)
-                        found = x >= 0
-                        x = x if found else miss
-                        hpos[j] = i
-                        hnode[j] = x
-                        j += found
-                        m += _count_one(x, cnt, clip, hit)
+                        j, hit_k = _live_step(lookup(tri, key, tshift, o_stamp), i, j, hpos, hnode, miss, cnt,
+                                              clip, hit)
+                        m += hit_k
                     _reset_counts(hnode, b0, j, cnt, miss)
                     n_live[h - h0] = j - b0
                     matches[out0 + h - h0, n] = m
@@ -366,6 +357,18 @@ def _clip_pass(nodes, b0, b1, cnt, clip):
         x = nodes[i]
         clip[x] = max(clip[x], cnt[x])
         cnt[x] = 0
+
+
+@njit(cache=True, inline="always")
+def _live_step(x, pos, j, hpos, hnode, miss, cnt, clip, hit):
+    """A hypothesis n-gram at ``pos`` with node ``x`` (-1: no reference has it, counted on ``miss``):
+    written at j of the live lists, kept (j advances) only when found, and counted
+    (:func:`_count_one`). Returns (the next j, 1 if it matched else 0)."""
+    found = x >= 0
+    x = x if found else miss
+    hpos[j] = pos
+    hnode[j] = x
+    return j + found, _count_one(x, cnt, clip, hit)
 
 
 @njit(cache=True, inline="always")

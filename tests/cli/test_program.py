@@ -149,40 +149,6 @@ def test_the_program_starts_no_openblas_threads():
     assert _settings("import kbest_bleu.cli\n" + count, unset=unset)[0] == "-"  # a library caller: numpy's BLAS as it comes
 
 
-def _has_mallinfo2() -> bool:
-    import ctypes
-    try:
-        return hasattr(ctypes.CDLL(None), "mallinfo2")
-    except OSError:
-        return False
-
-
-# the bytes glibc holds in mapped blocks (mallinfo2().hblkhd) while a 4 MiB array is alive
-MAPPED = """
-import ctypes
-class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = Info
-before = libc.mallinfo2().hblkhd
-a = bytearray(4 << 20)
-print(libc.mallinfo2().hblkhd - before >= 4 << 20)
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux") or not _has_mallinfo2(), reason="glibc's malloc statistics")
-def test_the_program_keeps_batch_sized_blocks_on_the_heap():
-    """The program's process takes blocks up to 64 MiB from the heap (reused batch after batch),
-    not from fresh mappings; a library caller's process keeps glibc's default (a 4 MiB block is
-    mapped), and so does a program whose user tunes malloc."""
-    unset = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
-    assert _settings(PROCESS + MAPPED, unset=unset) == ["False"]
-    assert _settings(MAPPED, unset=unset) == ["True"]
-    assert _settings(PROCESS + MAPPED, {"MALLOC_MMAP_THRESHOLD_": "131072"}, unset) == ["True"]
-    assert _settings(PROCESS + MAPPED, {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"}, unset) == ["True"]
-
-
 def _full_stdout(code: str) -> subprocess.CompletedProcess:
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
