@@ -106,14 +106,14 @@ def test_group_statistics_equal_reference(table):
 
 
 @pytest.mark.jit_free
-@given(st.lists(st.integers(0, 2), min_size=58, max_size=68), st.integers(1, 3), st.booleans(), st.data())
+@given(st.lists(st.integers(0, 2), min_size=59, max_size=69), st.integers(1, 3), st.booleans(), st.data())
 def test_one_reference_at_the_position_set_limit_equals_reference(ref, g, direct, data):
-    """A segment of one reference of up to 63 ids is matched on position sets (bits 0..62 of one
-    word; indexed by id with the direct table, by local id with the hashed one), a longer one on
+    """A segment of one reference of up to 64 ids is matched on position sets (the 64 bits of one
+    word, the sign bit too; by id with the direct table, by local id with the hashed one), a longer one on
     the trie: both equal the Counter reference on either side of the limit, with three ids
     (every n-gram repeats, clipping everywhere)."""
     hyps = data.draw(st.lists(st.lists(st.integers(0, 3), max_size=70), min_size=g, max_size=g))
-    cut = data.draw(st.sampled_from([0, 1, 62, 63, 64, len(ref)]))
+    cut = data.draw(st.sampled_from([0, 1, 63, 64, 65, len(ref)]))
     with _mode(direct):
         got = token_ngram_stats(hyps, [[ref[:cut]]], groups=g, max_order=5)
     want = [R.stats(h, [ref[:cut]], got.max_order + 1) for h in hyps]
@@ -123,7 +123,7 @@ def test_one_reference_at_the_position_set_limit_equals_reference(ref, g, direct
 @pytest.mark.parametrize("length", [62, 63, 64, 65])
 def test_repeated_ids_at_the_position_set_limit_equal_reference(length):
     """Every position of the reference in the sets (one id repeated, two alternating) on either
-    side of the 63-id limit: the word's top bit, and an n-gram running past the reference's end."""
+    side of the 64-id limit: the word's top (sign) bit, and an n-gram running past the reference's end."""
     hyps = [[1] * 70, [1] * length, [1, 2] * 35, [2, 1] * 33, [], [5, 1, 1]]
     for ref, direct in itertools.product(([1] * length, ([1, 2] * 40)[:length], [2] + [1] * (length - 1)),
                                          (True, False)):

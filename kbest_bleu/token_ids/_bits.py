@@ -2,25 +2,35 @@
 one reference of at most :data:`BITS` ids (an RL reward's shape: one reference per prompt, a
 sentence), called by :func:`kbest_bleu.token_ids._kernels.token_run` instead of its trie.
 
-Exact, as the trie: a set holds reference positions, not hashes. Bits 0..62 of an int64 hold
-them, so every shift, AND and lowest-bit step stays non-negative: the same bits in plain Python
-(``NUMBA_DISABLE_JIT=1``) as in machine code.
+Exact, as the trie: a set holds reference positions, not hashes. The 64 bits of an int64 hold
+them; position 63 is the sign bit, so the steps are written to give the same bits in plain Python
+(``NUMBA_DISABLE_JIT=1``, unbounded ints) as in machine code: that bit is set as -2**63, a shift
+down is masked to a logical one, and the bit counts are exact modulo 2**64.
 """
 
 from ..jit import njit
 from ._tables import LOW32, intern, lookup
 
-# the most reference ids a position set holds (bits 0..62 of one int64)
-BITS = 63
+# the most reference ids a position set holds (the 64 bits of one int64)
+BITS = 64
+_TOP = -(1 << 63)  # position 63: the sign bit, a value of int64 in plain Python too
 
 
 @njit(cache=True, inline="always")
 def _popcount(x):
-    """Set bits of 0 <= x < 2**63 (SWAR: LLVM emits one popcnt; int(x): exact as plain Python)."""
+    """Set bits of the 64 bits of x (SWAR: LLVM emits one popcnt). Exact for a negative x too,
+    in machine code and in plain Python: every step is masked, or read modulo 2**64 (int(x))."""
+    x = int(x)  # plain Python: an unbounded int (a numpy int64 would overflow below)
     x = x - ((x >> 1) & 0x5555555555555555)
     x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
     x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
-    return ((int(x) * 0x0101010101010101) >> 56) & 0xFF
+    return ((x * 0x0101010101010101) >> 56) & 0xFF
+
+
+@njit(cache=True, inline="always")
+def _bit(p):
+    """The set {p} of one position 0 <= p < 64 (p = 63 is -2**63: 1 << 63 is not an int64)."""
+    return _TOP if p == 63 else 1 << p
 
 
 @njit(cache=True, inline="always")
@@ -53,11 +63,11 @@ def bits_count(hm, b0, b1, n_count, cnt, stamp, acc):
     for i in range(b0, b1):
         m = hm[i]
         for n in range(min(n_count, b1 - i)):
-            if n > 0:
-                m &= hm[i + n] >> n
+            if n > 0:  # shifted down n places, the sign bit not copied in (~(_TOP >> (n - 1)): 64 - n low bits)
+                m &= (hm[i + n] >> n) & ~(_TOP >> (n - 1))
             if m == 0:
                 break
-            slot = n * BITS + _popcount((m & -m) - 1)
+            slot = n * BITS + _popcount((int(m) & -int(m)) - 1)  # int: -(-2**63) is not an int64
             e = cnt[slot]
             k = e & LOW32 if (e >> 32) == stamp else 0
             acc[n] += k < _popcount(m)
@@ -82,7 +92,7 @@ def bits_segment(tok, hyp_ptr, h0, h1, dup, out0, ref_tok, ra, rb, n_vocab, mask
             x, new = intern(uni, x, ushift, stamp, v)
             v += new
             rid[k - ra] = x
-        masks[x] |= 1 << (k - ra)
+        masks[x] |= _bit(k - ra)
     c0 = hyp_ptr[h0]
     for h in range(h0, h1):
         if dup[h - h0] >= 0:
