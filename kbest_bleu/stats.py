@@ -133,6 +133,14 @@ class BleuStats:
         return out
 
 
+def kernel_rows(n_rows: int) -> int:
+    """Rows to allocate for a kernel's column-major outputs (matches, totals) of ``n_rows`` rows:
+    at least 2, the caller slicing them back. A column-major array of one row is C-contiguous
+    too, which numba types as another layout: a second compile of the kernel (~5 s, on disk
+    once) the first time a job's last batch, or a reward call, has one row."""
+    return max(n_rows, 2)
+
+
 def segment_argmax(values: np.ndarray, seg_ptr: np.ndarray) -> np.ndarray:
     """Row index of the largest value in each segment (first row on ties; NaN counts as -inf): int64[S].
 
@@ -327,7 +335,8 @@ def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.nd
     ref_data, ref_off = string_buffers(ref_text)
     # the outputs and the runs come from the kernels' numpy helpers run as Python (two loads saved),
     # or compiled in the ahead-of-time module where it serves
-    out = python_function(k._new_stats)(len(hyp_off) - 1, n_orders)
+    n_rows = len(hyp_off) - 1
+    out = python_function(k._new_stats)(kernel_rows(n_rows), n_orders)
     n_runs = n_threads * settings.RUNS_PER_THREAD if n_threads > 1 else 1
     cut = python_function(k._thread_chunks)(hyp_off[seg_hyp_ptr] + ref_off[seg_ref_ptr], n_runs)
 
@@ -339,4 +348,4 @@ def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.nd
     else:
         with ThreadPoolExecutor(n_threads) as pool:
             list(pool.map(run, range(len(cut) - 1)))
-    return out
+    return tuple(a[:n_rows] for a in out)

@@ -239,3 +239,16 @@ def test_rectangular_pair_stats_refuse_pointers_outside_the_rows():
         pair_stats(tok, row_ptr, [1, 0], kb.BleuConfig(), ref_ptr=[1, 2])
     with pytest.raises(kb.InputError, match=r"pair_stats: ref_ptr"):
         pair_stats(tok, row_ptr, [0, 1], kb.BleuConfig(), ref_ptr=[1, 2, 2])
+
+
+def test_a_one_row_batch_takes_the_text_kernel_compiled_for_many_rows():
+    """A batch of one row (a job's last batch) has the output layout of many (stats.kernel_rows):
+    the text kernel is not compiled a second time, and the row is counted as in a larger batch."""
+    cfg = kb.BleuConfig()
+    hyps, refs = pa.array(["the cat sat on the mat", "a dog"]), pa.array([["the cat sat on a mat"], ["a dog"]])
+    two = kb.stats.stats_from_text(hyps, refs, np.array([0, 1, 2]), cfg)
+    before = len(kernels._text_run_stats.signatures)
+    one = kb.stats.stats_from_text(hyps[:1], refs[:1], np.array([0, 1]), cfg)
+    assert len(kernels._text_run_stats.signatures) == before
+    assert one.matches.tolist() == two.matches[:1].tolist() and one.ref_len.tolist() == two.ref_len[:1].tolist()
+    assert ref_stats("the cat sat on the mat".split(), ["the cat sat on a mat".split()], 5)[0] == one.matches[0].tolist()

@@ -469,3 +469,14 @@ def test_config_object_is_read_as_tokens():
     assert T._config(cfg, {}).tokenize == "none"
     np.testing.assert_array_equal(token_bleu([[1, 2]], [[1, 2, 3]], config=cfg),
                                   token_bleu([[1, 2]], [[1, 2, 3]], compat="moses"))
+
+
+def test_a_one_row_call_takes_the_kernel_compiled_for_many_rows():
+    """A reward call of one completion has the output layout of a batch (stats.kernel_rows): the
+    counting kernel is not compiled a second time (~5 s), and the row is counted as in a batch."""
+    k = T.kernels()
+    two = token_ngram_stats([[5, 6, 7, 6, 7], [1, 2]], [[6, 7, 6, 5], [1, 2]])
+    before = len(k.token_run.signatures)
+    one = token_ngram_stats([[5, 6, 7, 6, 7]], [[6, 7, 6, 5]])
+    assert len(k.token_run.signatures) == before
+    assert _stats_rows(one) == _stats_rows(two)[:1] == [R.stats([5, 6, 7, 6, 7], [[6, 7, 6, 5]], 5)]

@@ -45,7 +45,7 @@ from .. import settings
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..errors import InputError
-from ..stats import BleuStats, check_group_pointers, counting_args, threads_for
+from ..stats import BleuStats, check_group_pointers, counting_args, kernel_rows, threads_for
 from ._inputs import kernels, reference_rows, rows
 
 __all__ = ["TokenBleuScorer", "pairwise_token_bleu", "segment_token_stats", "self_token_bleu", "token_bleu",
@@ -190,9 +190,10 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     ref_tok, ref_ptr = ref
     n_cols, n_count = _counted_orders(configs, stats_wanted)
     # column-major, as the text kernels' output: each order one contiguous column for the smoothings
-    matches = np.zeros((n_cols, n_out), np.int32).T
-    totals = np.zeros((n_cols, n_out), np.int32).T
-    hyp_len, ref_len = np.zeros(n_out, np.int32), np.zeros(n_out, np.int32)
+    n_alloc = kernel_rows(n_out)
+    matches = np.zeros((n_cols, n_alloc), np.int32).T
+    totals = np.zeros((n_cols, n_alloc), np.int32).T
+    hyp_len, ref_len = np.zeros(n_alloc, np.int32), np.zeros(n_alloc, np.int32)
     policy = getattr(k, configs[0].ref_length.upper())  # k.CLOSEST, k.SHORTEST or k.AVERAGE
     n_vocab = _direct_vocab(ref_tok, k) if n_vocab is None else n_vocab
     n_threads, n_ids = 1, tok.size + ref_tok.size
@@ -212,7 +213,7 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
             run(c)
     else:  # runs handed out as threads come free: a core busy elsewhere delays one run, not half the job
         list(_pool(n_threads).map(run, range(len(cut) - 1)))
-    return BleuStats(matches, totals, hyp_len, ref_len)
+    return BleuStats(matches[:n_out], totals[:n_out], hyp_len[:n_out], ref_len[:n_out])
 
 
 def _direct_vocab(ref_tok: np.ndarray, k: Any) -> int:

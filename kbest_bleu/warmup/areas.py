@@ -257,6 +257,10 @@ NEEDS = {"counting": set(), "research": set(), "metrics.chrf": set(), "token_ids
 STEPS = {"counting.tokens": "counting"}  # a step of an area, reached before it ends (:func:`_tokens`)
 
 
+# registered metrics that an area above warms up (BLEU: every score job counts it, so
+# ``score --metric bleu`` would ask for it twice)
+_WARMED_BY = {"bleu": "counting"}
+
 # areas being written: warmed up once their package exists (their failures skip them; the kernels
 # they leave uncompiled fail the check)
 OPTIONAL = {"metrics.chrf": _chrf, "token_ids": _token_ids}
@@ -269,5 +273,5 @@ def available_areas() -> dict[str, Callable[[Path], None]]:
 
     from ..metrics.base import REGISTRY as METRICS
     areas = {**AREAS, **{a: f for a, f in OPTIONAL.items() if find_spec(".." + a, __package__) is not None}}
-    areas.update({f"metrics.{m}": _metric(m) for m in METRICS if f"metrics.{m}" not in areas})
+    areas.update({f"metrics.{m}": _metric(m) for m in METRICS if f"metrics.{m}" not in areas and m not in _WARMED_BY})
     return dict(sorted(areas.items(), key=lambda item: -_CPU.get(item[0], 0)))
