@@ -56,7 +56,12 @@ def _weighted_log_sum(p: np.ndarray, include: np.ndarray, w: np.ndarray) -> np.n
     wi = np.where(include, w, 0.0)
     with np.errstate(divide="ignore"):
         logp = np.log(p, out=np.zeros_like(p), where=wi > 0)
-    return np.einsum("ij,ij->i", wi, logp)
+    # order by order, left to right (as a Python sum): a row's bits do not depend on the arrays'
+    # layout or on the rows beside it (einsum's summation order did, by the last bit)
+    s = wi[:, 0] * logp[:, 0]
+    for n in range(1, p.shape[1]):
+        s = s + wi[:, n] * logp[:, n]
+    return s
 
 
 def _geometric(p: np.ndarray, include: Optional[np.ndarray], w: np.ndarray, renormalize: bool) -> np.ndarray:

@@ -135,10 +135,18 @@ class BleuStats:
 
 def kernel_rows(n_rows: int) -> int:
     """Rows to allocate for a kernel's column-major outputs (matches, totals) of ``n_rows`` rows:
-    at least 2, the caller slicing them back. A column-major array of one row is C-contiguous
-    too, which numba types as another layout: a second compile of the kernel (~5 s, on disk
-    once) the first time a job's last batch, or a reward call, has one row."""
+    at least 2, cut back by :func:`kernel_rows_back`. A column-major array of one row is
+    C-contiguous too, which numba types as another layout: a second compile of the kernel (~5 s,
+    on disk once) the first time a job's last batch, or a reward call, has one row."""
     return max(n_rows, 2)
+
+
+def kernel_rows_back(arrays: Sequence[np.ndarray], n_rows: int) -> tuple:
+    """The first ``n_rows`` rows of outputs allocated with :func:`kernel_rows` rows: the arrays
+    themselves, or contiguous copies of the rows kept (a caller may need a contiguous buffer)."""
+    if len(arrays[0]) == n_rows:
+        return tuple(arrays)
+    return tuple(np.ascontiguousarray(a[:n_rows]) for a in arrays)
 
 
 def segment_argmax(values: np.ndarray, seg_ptr: np.ndarray) -> np.ndarray:
@@ -348,4 +356,4 @@ def text_kernel_stats(hyp_text: pa.Array, ref_text: pa.Array, seg_hyp_ptr: np.nd
     else:
         with ThreadPoolExecutor(n_threads) as pool:
             list(pool.map(run, range(len(cut) - 1)))
-    return tuple(a[:n_rows] for a in out)
+    return kernel_rows_back(out, n_rows)

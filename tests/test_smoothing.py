@@ -178,3 +178,23 @@ def test_the_single_call_scorer_equals_the_vectorized_one_bit_for_bit(data, meth
     v = np.array(matches + [0] + totals + [0] + [c, r], np.int64)
     got = sacrebleu_sentence_one(v, cfg)
     assert got is None or got == want
+
+
+def test_a_row_scores_alike_alone_and_in_a_batch_with_per_order_weights():
+    """Per-order weights (and NLTK's per-row reweighting) sum w_n log p_n order by order: a row's
+    score does not depend on the rows beside it nor on the arrays' layout (einsum's summation
+    order did, by the last bit)."""
+    from kbest_bleu import smoothing as S
+    from kbest_bleu.token_ids import token_bleu
+    h = [[0, 2, 4, 3, 0, 3, 1, 1, 2, 4, 4], [2, 3, 1, 1, 1, 1, 4, 1]]
+    r = [[0, 0, 3, 1, 4, 2, 4, 2, 3, 4], [2, 2, 1, 2, 2, 2]]
+    for options in (dict(weights=(.1, .2, .3, .4), smoothing=1), dict(compat="nltk", smoothing=1, auto_reweigh=True)):
+        both = token_bleu(h, r, **options)
+        assert [token_bleu(h[i:i + 1], r[i:i + 1], **options)[0] for i in range(2)] == both.tolist()
+    stats = kb.ngram_stats(["a b c d e", "a b x d"], [["a b c d f"], ["a b c d"]])
+    cfg = kb.BleuConfig(weights=(.1, .2, .3, .4), smoothing=1)
+    m, t = (np.asarray(x, np.float64) for x in (stats.matches, stats.totals))
+    c, rr = stats.hyp_len.astype(np.float64), stats.ref_len.astype(np.float64)
+    f = S.sacrebleu_bleu(np.asfortranarray(m), np.asfortranarray(t), c, rr, cfg, True)[0]
+    c_order = S.sacrebleu_bleu(np.ascontiguousarray(m), np.ascontiguousarray(t), c, rr, cfg, True)[0]
+    assert c_order.tolist() == f.tolist()

@@ -241,14 +241,35 @@ def test_rectangular_pair_stats_refuse_pointers_outside_the_rows():
         pair_stats(tok, row_ptr, [0, 1], kb.BleuConfig(), ref_ptr=[1, 2, 2])
 
 
-def test_a_one_row_batch_takes_the_text_kernel_compiled_for_many_rows():
-    """A batch of one row (a job's last batch) has the output layout of many (stats.kernel_rows):
-    the text kernel is not compiled a second time, and the row is counted as in a larger batch."""
-    cfg = kb.BleuConfig()
-    hyps, refs = pa.array(["the cat sat on the mat", "a dog"]), pa.array([["the cat sat on a mat"], ["a dog"]])
-    two = kb.stats.stats_from_text(hyps, refs, np.array([0, 1, 2]), cfg)
-    before = len(kernels._text_run_stats.signatures)
-    one = kb.stats.stats_from_text(hyps[:1], refs[:1], np.array([0, 1]), cfg)
-    assert len(kernels._text_run_stats.signatures) == before
-    assert one.matches.tolist() == two.matches[:1].tolist() and one.ref_len.tolist() == two.ref_len[:1].tolist()
-    assert ref_stats("the cat sat on the mat".split(), ["the cat sat on a mat".split()], 5)[0] == one.matches[0].tolist()
+_ONE_ROW = """
+import json
+import numpy as np, pyarrow as pa
+import kbest_bleu as kb
+from kbest_bleu.counting import _kernels as text
+from kbest_bleu.token_ids import token_ngram_stats
+from kbest_bleu.token_ids._inputs import kernels
+hyps, refs = pa.array(["the cat sat on the mat", "a dog"]), pa.array([["the cat sat on a mat"], ["a dog"]])
+kb.stats.stats_from_text(hyps, refs, np.array([0, 1, 2]), kb.BleuConfig())
+token_ngram_stats([[5, 6, 7, 6, 7], [1, 2]], [[6, 7, 6, 5], [1, 2]])
+count = lambda: [len(text._text_run_stats.signatures), len(kernels().token_run.signatures)]
+before = count()
+one = [kb.stats.stats_from_text(hyps[:1], refs[:1], np.array([0, 1]), kb.BleuConfig()),
+       token_ngram_stats([[5, 6, 7, 6, 7]], [[6, 7, 6, 5]])]
+print(json.dumps({"new": [a - b for a, b in zip(count(), before)],
+                  "stats": [[s.matches[0].tolist(), s.totals[0].tolist(), int(s.hyp_len[0]), int(s.ref_len[0])]
+                            for s in one],
+                  "contiguous": [s.matches.flags.c_contiguous for s in one]}))
+"""
+
+
+def test_a_one_row_batch_takes_the_kernels_compiled_for_many_rows():
+    """A batch of one row (a job's last batch, a reward call of one completion) has the output
+    layout of many (stats.kernel_rows): neither the text kernel nor the token-id kernel is compiled
+    a second time (a fresh process: the suite's own one-row calls would have compiled it), the
+    row is counted as the Counter reference counts it, and its arrays are contiguous."""
+    out = json.loads(subprocess.run([sys.executable, "-c", _ONE_ROW], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert out["new"] == [0, 0] and out["contiguous"] == [True, True]
+    want = [ref_stats("the cat sat on the mat".split(), ["the cat sat on a mat".split()], 5),
+            ref_stats([5, 6, 7, 6, 7], [[6, 7, 6, 5]], 5)]
+    assert out["stats"] == [[list(m), list(t), c, r] for m, t, c, r in want]

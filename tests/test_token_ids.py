@@ -471,12 +471,9 @@ def test_config_object_is_read_as_tokens():
                                   token_bleu([[1, 2]], [[1, 2, 3]], compat="moses"))
 
 
-def test_a_one_row_call_takes_the_kernel_compiled_for_many_rows():
-    """A reward call of one completion has the output layout of a batch (stats.kernel_rows): the
-    counting kernel is not compiled a second time (~5 s), and the row is counted as in a batch."""
-    k = T.kernels()
-    two = token_ngram_stats([[5, 6, 7, 6, 7], [1, 2]], [[6, 7, 6, 5], [1, 2]])
-    before = len(k.token_run.signatures)
-    one = token_ngram_stats([[5, 6, 7, 6, 7]], [[6, 7, 6, 5]])
-    assert len(k.token_run.signatures) == before
-    assert _stats_rows(one) == _stats_rows(two)[:1] == [R.stats([5, 6, 7, 6, 7], [[6, 7, 6, 5]], 5)]
+def test_zero_entries_or_zero_references_in_a_3d_array():
+    """A (entries, 0, length) array is entries without references (scored as the text path scores
+    a hypothesis without any); (0, R, length) is no entry at all."""
+    got = token_ngram_stats([[1, 2, 3], [4]], np.zeros((2, 0, 5), np.int64), pad_id=0)
+    assert _stats_rows(got) == [R.stats(h, [], got.max_order + 1) for h in ([1, 2, 3], [4])]
+    assert len(token_ngram_stats(np.zeros((0, 4), np.int64), np.zeros((0, 3, 4), np.int64), pad_id=0)) == 0

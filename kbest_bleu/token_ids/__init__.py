@@ -45,7 +45,7 @@ from .. import settings
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..errors import InputError
-from ..stats import BleuStats, check_group_pointers, counting_args, kernel_rows, threads_for
+from ..stats import BleuStats, check_group_pointers, counting_args, kernel_rows, kernel_rows_back, threads_for
 from ._inputs import kernels, reference_rows, rows
 
 __all__ = ["TokenBleuScorer", "pairwise_token_bleu", "segment_token_stats", "self_token_bleu", "token_bleu",
@@ -213,7 +213,7 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
             run(c)
     else:  # runs handed out as threads come free: a core busy elsewhere delays one run, not half the job
         list(_pool(n_threads).map(run, range(len(cut) - 1)))
-    return BleuStats(matches[:n_out], totals[:n_out], hyp_len[:n_out], ref_len[:n_out])
+    return BleuStats(*kernel_rows_back((matches, totals, hyp_len, ref_len), n_out))
 
 
 def _direct_vocab(ref_tok: np.ndarray, k: Any) -> int:

@@ -236,10 +236,10 @@ def reference_rows(refs: Any, pad_id: Any) -> tuple[np.ndarray, np.ndarray, np.n
             return ids, ptr, np.arange(len(ptr), dtype=np.int64)
         if refs.ndim == 3:  # (entries, references, length); an all-pad reference is absent
             e, r, _ = refs.shape
-            ids, ptr = _padded_rows(refs.reshape(e * r, -1), pad, what)
+            ids, ptr = _padded_rows(refs.reshape(e * r, refs.shape[2]), pad, what)
             absent = ptr[1:] == ptr[:-1]
             if pad is None or not absent.any():  # every entry has its r references (~8 us less than the mask)
-                return ids, ptr, np.arange(0, e * r + 1, r, dtype=np.int64)
+                return ids, ptr, np.arange(e + 1, dtype=np.int64) * r
             present = ~absent.reshape(e, r)
             entry_ptr = np.zeros(e + 1, np.int64)
             np.cumsum(present.sum(1), out=entry_ptr[1:])
