@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["from_numpy", "from_strings", "one_array", "string_buffers", "strings_from_buffers", "to_numpy"]
+__all__ = ["from_numpy", "from_strings", "one_array", "read_only", "string_buffers", "strings_from_buffers", "to_numpy"]
 
 _TYPES = {np.dtype(np.int8): pa.int8(), np.dtype(np.int16): pa.int16(), np.dtype(np.int32): pa.int32(),
           np.dtype(np.int64): pa.int64(), np.dtype(np.uint8): pa.uint8(), np.dtype(np.uint16): pa.uint16(),
@@ -61,6 +61,15 @@ def to_numpy(values: "pa.Array | pa.ChunkedArray") -> np.ndarray:
         bits = np.frombuffer(values.buffers()[1], np.uint8)
         return np.unpackbits(bits, count=stop, bitorder="little")[start:].view(bool)
     return values.to_numpy(zero_copy_only=False)
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (no copy). numba compiles a kernel once per argument type, and
+    read-only is part of an array's type: a kernel fed Arrow's zero-copy views by one caller and
+    fresh arrays by another compiles twice."""
+    view = a.view()
+    view.setflags(write=False)
+    return view
 
 
 def string_buffers(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from . import arrow_compute as pc
 from . import settings
-from .arrays import string_buffers
+from .arrays import read_only, string_buffers
 from .config import REF_LENGTH_POLICIES, BleuConfig
 from .counting import kernels, numpy_engine
 from .counting.codes import REF_AVERAGE, REF_CLOSEST, REF_SHORTEST
@@ -187,8 +187,11 @@ def stats_from_encoded(enc: Encoded, *configs: BleuConfig) -> BleuStats:
     counting what ``configs`` need (:func:`counting_args`)."""
     n_orders, policy = counting_args(*configs)
     with threads_for(enc.tok.nbytes + enc.ref_tok.nbytes) as n_threads:
-        m, t, c, r = kernels()._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
-                                          enc.seg_ref_ptr, n_orders, policy, n_threads)
+        # read-only whichever encoder made the arrays (Arrow's indices are, the others not): one
+        # specialization of the kernel (it compiled twice, ~6 s more on a first run)
+        arrays = (read_only(a) for a in (enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
+                                         enc.seg_ref_ptr))
+        m, t, c, r = kernels()._ngram_stats(*arrays, n_orders, policy, n_threads)
     return BleuStats(m, t, c, r)
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from reference import stats as ref_stats
 
 import kbest_bleu as kb
+from kbest_bleu.arrays import read_only
 from kbest_bleu.counting import _kernels as kernels
 from kbest_bleu.counting import codes
 from kbest_bleu.encode import encode
@@ -73,8 +74,9 @@ def test_thread_runs_and_sliced_inputs_do_not_change_statistics(segments, n_thre
                                    n_threads)
     _assert_equals_reference(kb.BleuStats(m, t, c, r), segments, 4, "closest")
     enc = encode(sliced, pa.array(refs, pa.list_(pa.string())), seg_ptr, "none")
-    m, t, c, r = kernels._ngram_stats(enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
-                                      enc.seg_ref_ptr, 5, codes.REF_CLOSEST, n_threads)
+    arrays = (read_only(a) for a in (enc.tok, enc.hyp_ptr, enc.ref_tok, enc.ref_ptr, enc.seg_hyp_ptr,
+                                     enc.seg_ref_ptr))  # as stats_from_encoded passes them
+    m, t, c, r = kernels._ngram_stats(*arrays, 5, codes.REF_CLOSEST, n_threads)
     _assert_equals_reference(kb.BleuStats(m, t, c, r), segments, 4, "closest")
 
 
@@ -245,16 +247,30 @@ _ONE_ROW = """
 import json
 import numpy as np, pyarrow as pa
 import kbest_bleu as kb
+import kbest_bleu.arrays
+import kbest_bleu.encode
+import kbest_bleu.token_ids
 from kbest_bleu.counting import _kernels as text
 from kbest_bleu.token_ids import token_ngram_stats
 from kbest_bleu.token_ids._inputs import kernels
 hyps, refs = pa.array(["the cat sat on the mat", "a dog"]), pa.array([["the cat sat on a mat"], ["a dog"]])
 kb.stats.stats_from_text(hyps, refs, np.array([0, 1, 2]), kb.BleuConfig())
 token_ngram_stats([[5, 6, 7, 6, 7], [1, 2]], [[6, 7, 6, 5], [1, 2]])
-count = lambda: [len(text._text_run_stats.signatures), len(kernels().token_run.signatures)]
+count = lambda: [len(text._text_run_stats.signatures), len(kernels().token_run.signatures),
+                 len(text._ngram_stats.signatures)]
+enc = kb.encode.encode(pa.array([["a", "b"]]), pa.array([[["a", "b", "c"]]]), np.array([0, 1]))
+kb.stats.stats_from_encoded(enc, kb.BleuConfig())
 before = count()
 one = [kb.stats.stats_from_text(hyps[:1], refs[:1], np.array([0, 1]), kb.BleuConfig()),
        token_ngram_stats([[5, 6, 7, 6, 7]], [[6, 7, 6, 5]])]
+# read-only inputs (a scorer's references, Arrow's views) and writable ones share the kernels too
+frozen = [np.array(a) for a in ([[1, 2, 3]], [[1, 2]])]
+for a in frozen:
+    a.setflags(write=False)
+token_ngram_stats(*frozen)
+kb.token_ids.TokenBleuScorer([[6, 7, 6, 5]])([[5, 6, 7, 6, 7]])
+flip = lambda a: a.copy() if not a.flags.writeable else kb.arrays.read_only(a)
+kb.stats.stats_from_encoded(type(enc)(*(flip(getattr(enc, f)) for f in enc.__dataclass_fields__)), kb.BleuConfig())
 print(json.dumps({"new": [a - b for a, b in zip(count(), before)],
                   "stats": [[s.matches[0].tolist(), s.totals[0].tolist(), int(s.hyp_len[0]), int(s.ref_len[0])]
                             for s in one],
@@ -264,12 +280,13 @@ print(json.dumps({"new": [a - b for a, b in zip(count(), before)],
 
 def test_a_one_row_batch_takes_the_kernels_compiled_for_many_rows():
     """A batch of one row (a job's last batch, a reward call of one completion) has the output
-    layout of many (stats.kernel_rows): neither the text kernel nor the token-id kernel is compiled
-    a second time (a fresh process: the suite's own one-row calls would have compiled it), the
+    layout of many (stats.kernel_rows), and read-only inputs are read as writable ones (a
+    scorer's references, Arrow's zero-copy ids): neither the text kernel nor the id kernels are
+    compiled a second time (a fresh process: the suite's own calls would have compiled them), the
     row is counted as the Counter reference counts it, and its arrays are contiguous."""
     out = json.loads(subprocess.run([sys.executable, "-c", _ONE_ROW], capture_output=True, text=True,
                                     check=True).stdout)
-    assert out["new"] == [0, 0] and out["contiguous"] == [True, True]
+    assert out["new"] == [0, 0, 0] and out["contiguous"] == [True, True]
     want = [ref_stats("the cat sat on the mat".split(), ["the cat sat on a mat".split()], 5),
             ref_stats([5, 6, 7, 6, 7], [[6, 7, 6, 5]], 5)]
     assert out["stats"] == [[list(m), list(t), c, r] for m, t, c, r in want]

@@ -188,6 +188,8 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     configs = cfg if isinstance(cfg, tuple) else (cfg,)
     tok, hyp_ptr = hyp
     ref_tok, ref_ptr = ref
+    for a in (tok, hyp_ptr, ref_tok, ref_ptr):  # this module's own array objects (views at most of a caller's)
+        a.setflags(write=False)  # as a scorer's references and Arrow's views: one specialization of the kernels
     n_cols, n_count = _counted_orders(configs, stats_wanted)
     # column-major, as the text kernels' output: each order one contiguous column for the smoothings
     n_alloc = kernel_rows(n_out)
