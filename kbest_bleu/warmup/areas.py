@@ -257,9 +257,9 @@ NEEDS = {"counting": set(), "research": set(), "metrics.chrf": set(), "token_ids
 STEPS = {"counting.tokens": "counting"}  # a step of an area, reached before it ends (:func:`_tokens`)
 
 
-# registered metrics that an area above warms up (BLEU: every score job counts it, so
-# ``score --metric bleu`` would ask for it twice)
-_WARMED_BY = {"bleu": "counting"}
+# registered metrics that an area above warms up: BLEU is the counting area's (every score job
+# counts it, so ``score --metric bleu`` would ask for it twice)
+_WARMED_ELSEWHERE = frozenset({"bleu"})
 
 # areas being written: warmed up once their package exists (their failures skip them; the kernels
 # they leave uncompiled fail the check)
@@ -273,5 +273,6 @@ def available_areas() -> dict[str, Callable[[Path], None]]:
 
     from ..metrics.base import REGISTRY as METRICS
     areas = {**AREAS, **{a: f for a, f in OPTIONAL.items() if find_spec(".." + a, __package__) is not None}}
-    areas.update({f"metrics.{m}": _metric(m) for m in METRICS if f"metrics.{m}" not in areas and m not in _WARMED_BY})
+    areas.update({f"metrics.{m}": _metric(m) for m in METRICS
+                  if f"metrics.{m}" not in areas and m not in _WARMED_ELSEWHERE})
     return dict(sorted(areas.items(), key=lambda item: -_CPU.get(item[0], 0)))
