@@ -175,9 +175,8 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     # position sets of one short reference: by id (direct) or by local id (hashed); bits_segment
     masks = np.zeros((n_vocab if n_vocab > 0 else BITS + 1) if n_bits > 0 else 0, np.int64)
     hm = np.empty(max_hyp_tok if n_bits > 0 else 0, np.int64)  # the segment's hypothesis ids' sets
-    cnt_bits = np.zeros(n_count * BITS if n_bits > 0 else 0, np.int64)  # stamped counts per order and first position
+    used = np.empty(n_count, np.int64)  # bits_count's scratch: positions taken, matches, per order
     acc = np.empty(n_count, np.int64)
-    hyp_stamp = np.int64(0)
     n_cols = totals.shape[1]
     for s in range(s0, s1):
         h0, h1, r0, r1 = segs[s, SEG_H0], segs[s, SEG_H1], segs[s, SEG_R0], segs[s, SEG_R1]
@@ -217,9 +216,8 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
         one = one_short_reference(ref_ptr, r0, r1, skip)
         if one >= 0:  # matched on the reference's position sets (kbest_bleu.token_ids._bits)
             ra, rb = ref_ptr[one], ref_ptr[one + 1]
-            hyp_stamp = bits_segment(tok, hyp_ptr, h0, h1, dup, out0, ref_tok, ra, rb, n_vocab, masks, uni,
-                                     62 - sparse_capacity(rb - ra), seg_stamp, rid, hm, n_count, cnt_bits, hyp_stamp,
-                                     acc, matches)
+            bits_segment(tok, hyp_ptr, h0, h1, dup, out0, ref_tok, ra, rb, n_vocab, masks, uni,
+                         62 - sparse_capacity(rb - ra), seg_stamp, rid, hm, n_count, used, acc, matches)
         else:
             # order 1: the references' distinct ids become the local ids 0..v-1 (the unigram nodes)
             ushift = 62 - sparse_capacity(a1 - a0)
