@@ -23,10 +23,11 @@ settings.load_profile("ci" if EXHAUSTIVE else "quick")
 
 def pytest_sessionstart(session):
     """Every kernel compiled before the first test, two processes at once (kbest_bleu.warmup), when
-    numba's cache lacks any: a cold cache compiles in ~1.5 min of wall time this way instead of
-    ~2.5 min billed to whichever tests first call each kernel. Nothing to do on a warm cache (the
-    check reads the cache's indexes); never under NUMBA_DISABLE_JIT; KBEST_BLEU_TEST_WARMUP=0 turns
-    it off."""
+    numba's cache lacks any: a cold cache compiles in ~1 min of wall time this way instead of
+    ~2.5 min billed to whichever tests first call each kernel. Under pytest-xdist this runs in the
+    controller before any worker starts (xdist starts them in a later sessionstart hook), so the
+    workers find the cache warm. Nothing to do on a warm cache (the check reads the cache's
+    indexes); never under NUMBA_DISABLE_JIT; KBEST_BLEU_TEST_WARMUP=0 turns it off."""
     if os.environ.get("NUMBA_DISABLE_JIT") == "1" or os.environ.get("KBEST_BLEU_TEST_WARMUP") == "0":
         return
     from kbest_bleu import warmup
@@ -36,9 +37,8 @@ def pytest_sessionstart(session):
     t0 = time.perf_counter()
     sys.stderr.write(f"conftest: {len(missing)} kernels not compiled yet: compiling every area first\n")
     result = warmup.warm_up(processes=2)
-    sys.stderr.write(f"conftest: kernels compiled in {time.perf_counter() - t0:.1f} s "
-                     f"({'all' if not result.missing else len(result.missing)} "
-                     f"{'' if not result.missing else 'still missing'})\n")
+    left = f"{len(result.missing)} still missing" if result.missing else "all"
+    sys.stderr.write(f"conftest: kernels compiled in {time.perf_counter() - t0:.1f} s ({left})\n")
 
 
 def pytest_configure(config):
