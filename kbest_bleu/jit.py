@@ -24,6 +24,13 @@ module imports numba when it is imported itself. What :func:`njit` adds to numba
 - **Compiles are announced.** The first cache miss of an area (``counting``, ``metrics.meteor``,
   ``tuning``...) logs one INFO line on the ``kbest_bleu`` logger naming the area and the cache;
   ``kbest-bleu warmup`` compiles every area ahead (:mod:`kbest_bleu.warmup`).
+- **Saves and loads are locked across processes.** numba saves an entry by reading the index,
+  picking a free data file name, then writing the index and the data, unlocked: two processes
+  compiling signatures of one kernel at once (parallel jobs or Spark workers on a fresh cache,
+  test workers) can both pick one name and leave a signature's key on the other's machine code,
+  a wrong number later; and a load between a save's index and its data can read a stale data
+  file. A save holds an exclusive ``flock`` on the cache directory's lock file, a load a shared
+  one (:func:`_locked`).
 - **A registry** of every kernel by area (:data:`REGISTRY`), which warm-up checks for coverage.
 """
 
@@ -32,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
+import os
 import sys
 from contextlib import contextmanager
 from functools import lru_cache
@@ -39,6 +47,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import collector
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks, numba's unlocked saves (:func:`_locked`)
+    fcntl = None
 
 __all__ = ["REGISTRY", "area_of", "before_compile", "blas_probe_skipped", "compiled", "njit", "python_function",
            "skip_blas_probe"]
@@ -54,6 +67,9 @@ _BLAS = "scipy.linalg.cython_blas"
 _blas_probe = [True]
 _warned: list = []
 _announced: set = set()
+# the lock file of a cache directory (:func:`_locked`), and the directories this process holds locked
+_LOCK_NAME = "kbest_bleu.lock"
+_held: set = set()
 
 
 def area_of(module: str) -> str:
@@ -169,6 +185,33 @@ def _announce(cache: Any) -> None:
         "('kbest-bleu warmup' compiles every kernel ahead)", area, getattr(cache, "_cache_path", "numba's cache"))
 
 
+@contextmanager
+def _locked(cache: Any, exclusive: bool) -> Iterator[None]:
+    """Hold the advisory lock (``fcntl.flock``) of the kernel cache's directory: exclusive for a
+    save, shared for a load (module docstring). Not taken again in a process that holds it
+    already (numba's compiler lock serializes its loads and saves); no lock where there is no
+    ``fcntl`` or the lock file cannot be opened (no cache directory yet: nothing to read)."""
+    path = os.path.join(getattr(cache, "_cache_path", ""), _LOCK_NAME)
+    fd = None
+    if fcntl is not None and path not in _held:
+        for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):  # a read-only directory may hold the file
+            try:
+                fd = os.open(path, flags, 0o666)
+                break
+            except OSError:
+                pass
+    if fd is None:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        _held.add(path)
+        yield
+    finally:
+        _held.discard(path)
+        os.close(fd)  # releases the lock
+
+
 @lru_cache(maxsize=1)
 def _cache_class() -> type:
     """numba's ``FunctionCache`` for the package's kernels (module docstring); built on first use,
@@ -206,7 +249,8 @@ def _cache_class() -> type:
                 if swap:
                     environment._rebuild_env = rebuild_env
                 try:
-                    return self._load_overload(sig, target_context)
+                    with _locked(self, exclusive=False):
+                        return self._load_overload(sig, target_context)
                 finally:
                     if swap:
                         environment._rebuild_env = original_rebuild_env
@@ -226,7 +270,9 @@ def _cache_class() -> type:
 
         def save_overload(self, sig: Any, data: Any) -> None:
             try:
-                super().save_overload(sig, data)
+                self._impl.locator.ensure_cache_path()  # the lock file's directory
+                with _locked(self, exclusive=True):
+                    super().save_overload(sig, data)
             except Exception as exc:  # full disk, read-only directory: keep the in-memory kernel
                 _warn(self, exc)
 

@@ -25,10 +25,12 @@ def pytest_sessionstart(session):
     """Every kernel compiled before the first test, two processes at once (kbest_bleu.warmup), when
     numba's cache lacks any: a cold cache compiles in ~1 min of wall time this way instead of
     ~2.5 min billed to whichever tests first call each kernel. Under pytest-xdist this runs in the
-    controller before any worker starts (xdist starts them in a later sessionstart hook), so the
-    workers find the cache warm. Nothing to do on a warm cache (the check reads the cache's
-    indexes); never under NUMBA_DISABLE_JIT; KBEST_BLEU_TEST_WARMUP=0 turns it off."""
-    if os.environ.get("NUMBA_DISABLE_JIT") == "1" or os.environ.get("KBEST_BLEU_TEST_WARMUP") == "0":
+    controller before any worker starts (xdist starts them in a later sessionstart hook), and not
+    in the workers (PYTEST_XDIST_WORKER set): they find the cache as the controller left it.
+    Nothing to do on a warm cache (the check reads the cache's indexes); never under
+    NUMBA_DISABLE_JIT; KBEST_BLEU_TEST_WARMUP=0 turns it off."""
+    if (os.environ.get("NUMBA_DISABLE_JIT") == "1" or os.environ.get("KBEST_BLEU_TEST_WARMUP") == "0"
+            or os.environ.get("PYTEST_XDIST_WORKER")):
         return
     from kbest_bleu import warmup
     missing, _ = warmup.uncovered()

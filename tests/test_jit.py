@@ -115,6 +115,101 @@ def test_a_kernel_is_recompiled_when_a_sibling_module_changes(tmp_path):
     assert run() == ["30", "0"]  # the callee changed: compiled again, not the stale 20
 
 
+def test_a_load_shares_the_cache_lock_and_a_save_holds_it_alone(tmp_path, monkeypatch):
+    """While the package's cache loads an entry, another process may load too (a shared flock on
+    the directory's lock file) but not save; while it saves, neither."""
+    import fcntl
+    import types
+
+    from numba.core import caching
+    from numba.core.registry import cpu_target
+
+    from kbest_bleu import jit
+    cache = _kernel_cache("kbest_bleu.counting._kernels", str(tmp_path))
+    cache._impl = types.SimpleNamespace(locator=types.SimpleNamespace(ensure_cache_path=lambda: None))
+    seen = []
+
+    def others_may(*_):  # another open file description, as another process's
+        fd = os.open(tmp_path / jit._LOCK_NAME, os.O_RDONLY)
+        try:
+            for kind in (fcntl.LOCK_SH, fcntl.LOCK_EX):
+                try:
+                    fcntl.flock(fd, kind | fcntl.LOCK_NB)
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    seen.append(True)
+                except BlockingIOError:
+                    seen.append(False)
+        finally:
+            os.close(fd)
+    cache._load_overload = others_may
+    assert cache.load_overload(None, cpu_target.target_context) is None
+    monkeypatch.setattr(caching.FunctionCache, "save_overload", others_may)
+    cache.save_overload(None, None)
+    assert seen == [True, False, False, False]  # load: others load, not save; save: neither
+    others_may()
+    assert seen[-2:] == [True, True]  # released after each
+
+
+# numba's save of a cache entry, slowed where it races: after reading the index, and between
+# writing the index and writing the data, each step waiting until a given time (seconds after T0)
+SLOW_SAVE = """
+import os, sys, time
+from numba.core import caching
+T0 = float(os.environ["T0"])
+INDEX_AT, DATA_AT = (float(x) for x in os.environ["AT"].split(","))
+saving = []
+load_index, save_index, save = (caching.IndexDataCacheFile._load_index, caching.IndexDataCacheFile._save_index,
+                                 caching.IndexDataCacheFile.save)
+def slow_load_index(self):
+    out = load_index(self)
+    if saving:
+        time.sleep(max(0.0, T0 + INDEX_AT - time.time()))
+    return out
+def slow_save_index(self, overloads):
+    save_index(self, overloads)
+    time.sleep(max(0.0, T0 + DATA_AT - time.time()))
+def tracked_save(self, key, data):
+    saving.append(1)
+    try:
+        save(self, key, data)
+    finally:
+        saving.pop()
+caching.IndexDataCacheFile._load_index = slow_load_index
+caching.IndexDataCacheFile._save_index = slow_save_index
+caching.IndexDataCacheFile.save = tracked_save
+sys.path.insert(0, os.environ["PROBE"])
+from kbest_bleu_probe.kernel import f
+print(f(int(sys.argv[1])) if sys.argv[1].isdigit() else f(float(sys.argv[1])))
+"""
+
+
+def test_two_processes_saving_one_kernel_at_once_keep_each_signature_on_its_own_code(tmp_path):
+    """Two processes compile one kernel for two signatures into one fresh cache, their saves
+    interleaved at the steps numba leaves unlocked (both read the empty index; the int save
+    writes its index first and its data last). Unlocked, both pick the first data file and the
+    float signature's key ends on the int machine code (f(0.5) read 1). The cache's lock makes
+    the second save wait for the first: each signature loads its own code."""
+    import time
+
+    pkg = tmp_path / "kbest_bleu_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernel.py").write_text("from kbest_bleu.jit import njit\n@njit()\ndef f(x):\n    return x + 1\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PROBE": str(tmp_path),
+           "T0": str(time.time() + 6.0)}  # both compiles done by then: the saves start together
+    runs = [subprocess.Popen([sys.executable, "-c", SLOW_SAVE, arg], env={**env, "AT": at}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for arg, at in (("1", "0.5,2.0"), ("0.5", "1.0,1.5"))]
+    outs = [r.communicate(timeout=120) for r in runs]
+    assert [r.returncode for r in runs] == [0, 0], [o[1] for o in outs]
+    assert [o[0].split() for o in outs] == [["2"], ["1.5"]]
+    check = (f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nfrom kbest_bleu_probe.kernel import f\n"
+             "print(f(1), f(0.5), len(f.stats.cache_hits), len(f.stats.cache_misses))")
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "1.5", "2", "0"]  # both loaded from the cache, each its own code
+
+
 @pytest.mark.exhaustive
 def test_warmup_compiles_ahead_and_then_no_job_compiles(tmp_path):
     """A fresh numba cache: a small job (numpy engine) compiles nothing; so does a bigger one,

@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import threading
+import types
 from pathlib import Path
 
 import numpy as np
@@ -330,6 +331,7 @@ def broken_cache(monkeypatch):
     monkeypatch.setattr(jit, "_warned", [])
     cache = object.__new__(jit._cache_class())  # the package's kernels' cache, without its __init__
     cache._cache_path = "/some/cache/dir"
+    cache._impl = types.SimpleNamespace(locator=types.SimpleNamespace(ensure_cache_path=lambda: None))
 
     def full(*_):
         raise OSError(28, "No space left on device")
