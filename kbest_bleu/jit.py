@@ -190,7 +190,8 @@ def _locked(cache: Any, exclusive: bool) -> Iterator[None]:
     """Hold the advisory lock (``fcntl.flock``) of the kernel cache's directory: exclusive for a
     save, shared for a load (module docstring). Not taken again in a process that holds it
     already (numba's compiler lock serializes its loads and saves); no lock where there is no
-    ``fcntl`` or the lock file cannot be opened (no cache directory yet: nothing to read)."""
+    ``fcntl``, the lock file cannot be opened (no cache directory yet: nothing to read) or the
+    file system refuses locks."""
     path = os.path.join(getattr(cache, "_cache_path", ""), _LOCK_NAME)
     fd = None
     if fcntl is not None and path not in _held:
@@ -200,12 +201,17 @@ def _locked(cache: Any, exclusive: bool) -> Iterator[None]:
                 break
             except OSError:
                 pass
+    if fd is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        except OSError:  # a file system without locks (ENOLCK): numba's unlocked way, not no cache
+            os.close(fd)
+            fd = None
     if fd is None:
         yield
         return
+    _held.add(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        _held.add(path)
         yield
     finally:
         _held.discard(path)

@@ -150,6 +150,32 @@ def test_a_load_shares_the_cache_lock_and_a_save_holds_it_alone(tmp_path, monkey
     assert seen[-2:] == [True, True]  # released after each
 
 
+def test_a_file_system_without_locks_keeps_the_cache(tmp_path, monkeypatch, capsys):
+    """Where flock is refused (ENOLCK), entries still load and save, as numba does unlocked: no
+    warning, no compile in memory instead."""
+    import errno
+    import fcntl
+    import types
+
+    from numba.core import caching
+    from numba.core.registry import cpu_target
+
+    from kbest_bleu import jit
+
+    def refused(*_):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(fcntl, "flock", refused)
+    monkeypatch.setattr(jit, "_warned", [])
+    cache = _kernel_cache("kbest_bleu.counting._kernels", str(tmp_path))
+    cache._impl = types.SimpleNamespace(locator=types.SimpleNamespace(ensure_cache_path=lambda: None))
+    cache._load_overload = lambda *_: "loaded"
+    saved = []
+    monkeypatch.setattr(caching.FunctionCache, "save_overload", lambda self, sig, data: saved.append(data))
+    assert cache.load_overload(None, cpu_target.target_context) == "loaded"
+    cache.save_overload(None, "data")
+    assert saved == ["data"] and capsys.readouterr().err == ""
+
+
 # numba's save of a cache entry, slowed where it races: after reading the index, and between
 # writing the index and writing the data, each step waiting until a given time (seconds after T0)
 SLOW_SAVE = """
