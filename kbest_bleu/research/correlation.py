@@ -37,13 +37,28 @@ def kendall_tau_pairs(better: np.ndarray, worse: np.ndarray, variant: str = "see
     return (conc - disc) / (conc + disc)
 
 
+def _values(x: np.ndarray, name: str) -> np.ndarray:
+    """``x`` as float64[n]; an :class:`InputError` for another shape or a NaN (an unrated item
+    would otherwise get a rank of its own, or turn a correlation into a plausible-looking number)."""
+    x = np.asarray(x, np.float64)
+    if x.ndim != 1:
+        raise InputError(f"{name}: expected a 1-d array of scores, found shape {x.shape}")
+    if np.isnan(x).any():
+        raise InputError(f"{name}: NaN in the input; drop unrated items first")
+    return x
+
+
+def _pair(x: np.ndarray, y: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``x``, ``y`` as float64[n] arrays of equal length without NaN (:func:`_values`)."""
+    x, y = _values(x, name), _values(y, name)
+    if x.shape != y.shape:
+        raise InputError(f"{name}: expected two arrays of equal length, found {x.size} and {y.size} values")
+    return x, y
+
+
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     """Kendall's tau-b (ties in either variable adjusted), O(n log n); NaN when undefined."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    if x.shape != y.shape or x.ndim != 1:
-        raise InputError(f"kendall_tau_b: expected two 1-d arrays of equal length, found {x.shape}, {y.shape}")
-    if np.isnan(x).any() or np.isnan(y).any():
-        raise InputError("kendall_tau_b: NaN in the input; drop unrated items first")
+    x, y = _pair(x, y, "kendall_tau_b")
     if x.size < 2:
         return float("nan")
     order = np.lexsort((y, x))
@@ -51,8 +66,9 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def rankdata(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n, ties get their average rank (as scipy.stats.rankdata 'average')."""
-    x = np.asarray(x, np.float64)
+    """Ranks 1..n, ties get their average rank (as scipy.stats.rankdata 'average'); float64[n]
+    of a float[n] without NaN."""
+    x = _values(x, "rankdata")
     order = np.argsort(x, kind="stable")
     xs = x[order]
     starts = np.r_[0, np.flatnonzero(np.diff(xs)) + 1]
@@ -64,13 +80,18 @@ def rankdata(x: np.ndarray) -> np.ndarray:
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    """Pearson's r of two float[n] arrays without NaN; NaN when undefined (a constant array)."""
+    x, y = _pair(x, y, "pearson")
+    if x.size < 2:
+        return float("nan")
     xc, yc = x - x.mean(), y - y.mean()
     den = np.sqrt((xc * xc).sum() * (yc * yc).sum())
     return float((xc * yc).sum() / den) if den > 0 else float("nan")
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rho: Pearson's r of the average ranks (as scipy.stats.spearmanr)."""
+    x, y = _pair(x, y, "spearman")
     return pearson(rankdata(x), rankdata(y))
 
 

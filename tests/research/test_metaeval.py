@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kbest_bleu as kb
+from kbest_bleu.errors import InputError
 from kbest_bleu.research import correlation as corr
 from kbest_bleu.research import metaeval as me
 from kbest_bleu.research.significance import approximate_randomization, bootstrap_ci, paired_bootstrap
@@ -208,3 +209,19 @@ def test_paired_command_json_is_valid_json(close_pair, tmp_path, capsys):
     want = approximate_randomization(kb.ngram_stats(bh, [[r[0]] for r in refs]),
                                      kb.ngram_stats(sh, [[r[0]] for r in refs]), kb.BleuConfig(), 200)
     assert system["p_value"] == want.p_value and system["score"] == pytest.approx(100 * want.score, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["pearson", "spearman", "kendall_tau_b"])
+def test_correlations_refuse_nan_and_unequal_lengths(name):
+    # an unrated item (NaN) would get a rank of its own in spearman (-0.6 here, scipy: nan)
+    f = getattr(corr, name)
+    with pytest.raises(InputError, match="NaN in the input"):
+        f([float("nan"), float("nan"), 1.0, 2.0], [1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(InputError, match="equal length"):
+        f([1.0, 2.0, 3.0], [1.0])  # would broadcast in numpy
+    assert math.isnan(f([1.0], [2.0]))
+
+
+def test_rankdata_refuses_nan():
+    with pytest.raises(InputError, match="rankdata: NaN"):
+        corr.rankdata([1.0, float("nan")])
