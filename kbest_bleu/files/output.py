@@ -52,7 +52,7 @@ TEMP_MARK = ".kbest-tmp-"
 _OWNER = re.compile(re.escape(TEMP_MARK) + r"(\d+)(?:\.([0-9a-f]{8}))?")
 _LIVE: set = set()  # temporaries of this process not yet renamed or removed (files or directories)
 _LOCK = threading.Lock()
-_SCOPE = {"depth": 0}
+_SCOPE = {"depth": 0, "checked": False}
 _INPUTS: dict = {}  # realpath or (st_dev, st_ino) -> (path as given, option that named it)
 _OUTPUTS: list = []  # (path, option) of the outputs named on the command line
 
@@ -88,6 +88,7 @@ def command_scope() -> Iterator[None]:
             if not _SCOPE["depth"]:
                 _INPUTS.clear()
                 _OUTPUTS.clear()
+                _SCOPE["checked"] = False
 
 
 def _keys(path: "str | os.PathLike") -> list:
@@ -110,28 +111,68 @@ def register_input(path: "Optional[str | os.PathLike]", option: str = "input") -
     text = os.fspath(path)
     if text in ("", "-"):
         return
-    for key in _keys(text):
+    keys = _keys(text)
+    for key in keys:
         with _LOCK:
             _INPUTS.setdefault(key, (text, option))
+    if _SCOPE["checked"]:  # read after the early check (check_declared_outputs): checked against stdout now
+        _check_stdout(text, option, keys)
+
+
+def _stdout_file() -> Optional[tuple]:
+    """(st_dev, st_ino) of standard output when it is a regular file (``> FILE``, ``>> FILE``,
+    ``1<> FILE``), else None (a terminal, a pipe, a caller's capture)."""
+    try:
+        st = os.fstat(sys.stdout.fileno())
+    except (AttributeError, ValueError, OSError):  # closed, or a stream without a descriptor
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _check_stdout(text: str, option: str, keys: list) -> None:
+    """Refuse an input that is the file standard output is redirected to: what the command prints
+    (``-o -``, a results table) would be written over it (``1<>``) or appended to it (``>>``)."""
+    out = _stdout_file()
+    if out is not None and out in keys:
+        named = "" if option == "input" else f" ({option})"
+        raise InputError(f"{text!r}{named}: is the file standard output is redirected to; what the command "
+                         "prints would be written into the input; redirect standard output to another file")
 
 
 def declare_output(path: "Optional[str | os.PathLike]", option: str = "-o") -> None:
     """Record an output named on the command line (inside :func:`command_scope`), so that
     :func:`check_declared_outputs` can refuse it before anything is read."""
-    if path is not None and _SCOPE["depth"] and os.fspath(path) not in ("", "-"):
+    if path is not None and _SCOPE["depth"] and os.fspath(path) != "":
         with _LOCK:
             _OUTPUTS.append((os.fspath(path), option))
 
 
 def check_declared_outputs() -> None:
-    """Raise :class:`InputError` for the first declared output that is a registered input (the
-    early check: the command has read nothing yet; :func:`atomic_output` checks again later)."""
+    """The early check, before the command reads anything (:func:`atomic_output` checks again
+    later): raise :class:`InputError` for the first declared output that is a registered input,
+    for two outputs that are one file (or both standard output), and for an input that standard
+    output is redirected to. Inputs registered from now on are checked against standard output
+    as they are registered."""
     with _LOCK:
         outputs = list(_OUTPUTS)
+        inputs = dict(_INPUTS)
+        _SCOPE["checked"] = True
+    written: dict = {}
     for path, option in outputs:
-        clash = _clash(Path(path), ())
-        if clash is not None:
-            _refuse(path, option, clash)
+        keys = ["-"] if path == "-" else _keys(path)
+        if path != "-":
+            clash = _clash(Path(path), ())
+            if clash is not None:
+                _refuse(path, option, clash)
+        for key in keys:
+            if key in written and written[key][1] != option:
+                first, by = written[key]
+                raise InputError(f"{option} {_describe(path)}: is also the output of {by} ({_describe(first)}); "
+                                 "each output needs a path of its own")
+            written.setdefault(key, (path, option))
+    out = _stdout_file()
+    if out is not None and out in inputs:
+        _check_stdout(*inputs[out], [out])
 
 
 def _refuse(dst: "Path | str", option: str, clash: tuple) -> None:

@@ -174,6 +174,39 @@ def test_convert_export_and_tune_refuse_their_inputs(files, tmp_path, private_tm
     _clean(tmp_path, private_tmp)
 
 
+@pytest.mark.parametrize("mode", ["r+b", "ab"])  # the shell's 1<> FILE and >> FILE
+@pytest.mark.parametrize("argv, name", [
+    (["score", "{k.parquet}", "-t", "none", "-q", "-o", "-"], "k.parquet"),
+    (["score", "{hyp.txt}", "-r", "{ref.txt}", "-t", "none", "-q", "-o", "-"], "ref.txt"),
+    (["convert", "{k.nbest}", "-", "--to", "parquet"], "k.nbest"),
+    (["corpus", "{ref.txt}", "-i", "{hyp.txt}"], "hyp.txt")])
+def test_standard_output_redirected_to_an_input_is_refused(files, tmp_path, private_tmp, argv, name, mode):
+    """``-o -`` (or a printed table) with stdout on an input file wrote over it (1<>) or into it
+    (>>), exit 0: the input is refused before anything is read or written."""
+    before = _snapshot(tmp_path)
+    args = [str(files[a[1:-1]]) if a.startswith("{") else a for a in argv]
+    with open(files[name], mode) as out:
+        done = subprocess.run([sys.executable, "-m", "kbest_bleu", *args], stdout=out, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "TMPDIR": str(private_tmp)})
+    _refused(done.returncode, done.stderr, name, "standard output is redirected to")
+    assert _snapshot(tmp_path) == before
+    _clean(tmp_path, private_tmp)
+
+
+@pytest.mark.parametrize("same", ["{out}", "./{out}", "-"])
+def test_two_outputs_on_one_path_are_refused_before_the_job(files, tmp_path, private_tmp, capsys, monkeypatch, same):
+    """mbr -o X --matrix X failed at the end but had replaced X with the matrix; -o - --matrix -
+    wrote two parquet files one after the other on stdout."""
+    monkeypatch.chdir(tmp_path)
+    old = tmp_path / "m.parquet"
+    old.write_bytes(b"previous")
+    out = "-" if same == "-" else "m.parquet"
+    rc, err = _run(capsys, "mbr", files["k.parquet"], "-o", out, "--matrix", same.format(out=out), "-t", "none")
+    _refused(rc, err, "--matrix", "is also the output of -o")
+    assert old.read_bytes() == b"previous"
+    _clean(tmp_path, private_tmp)
+
+
 def test_export_moses_features_equal_to_scores_writes_neither(files, tmp_path, private_tmp, capsys):
     same = tmp_path / "same.txt"
     rc, err = _run(capsys, "export-moses", files["k.parquet"], "--scores", same, "--features", same)
