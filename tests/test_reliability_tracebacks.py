@@ -203,3 +203,53 @@ def test_a_named_pipe_input_says_so(kbest, tmp_path, capsys, name):
         with open(fifo, "rb") as f:
             f.read()
     writer.join(5)
+
+
+@pytest.mark.parametrize("suffix, text", [
+    ("jsonl", b'{"segment_id": 0, "hypothesis": "a b", "references": ["a b"], "x\xff": 1}\n'),
+    ("csv", b"segment_id,hypothesis,references,x\xff\n0,a b,a b,1\n"),
+    ("tsv", b"segment_id\thypothesis\treferences\tx\xff\n0\ta b\ta b\t1\n")])
+@pytest.mark.parametrize("command", ["score", "convert"])
+def test_a_column_name_that_is_not_utf8(tmp_path, capsys, suffix, text, command):
+    """Arrow takes any bytes as a header field or JSON key: scoring ended in a UnicodeDecodeError
+    traceback, and convert wrote a parquet file whose column name was not UTF-8."""
+    src = tmp_path / f"k.{suffix}"
+    src.write_bytes(text)
+    out = tmp_path / "out.parquet"
+    rc, err = _run(capsys, command, src, *(["-o"] if command == "score" else []), out)
+    _one_line(rc, err, src.name, "line 1 is not valid UTF-8", "0xff")
+    assert not out.exists()
+
+
+def test_a_parquet_column_name_that_is_not_utf8(tmp_path, capsys):
+    from pyarrow import json as pj
+    src = tmp_path / "k.jsonl"
+    src.write_bytes(b'{"segment_id": 0, "hypothesis": "a b", "references": ["a b"], "x\xff": 1}\n')
+    pq.write_table(pj.read_json(src), tmp_path / "k.parquet")  # a tool that lets the bytes through
+    for argv in (["score", tmp_path / "k.parquet", "-o", tmp_path / "o.parquet"], ["mbr", tmp_path / "k.parquet", "-o",
+                                                                                   tmp_path / "o.parquet"]):
+        rc, err = _run(capsys, *argv)
+        _one_line(rc, err, "k.parquet", "not valid UTF-8", "byte ff")
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_tune_model_score_and_feature_columns(tmp_path, capsys):
+    """tune: a text --score-col gave `could not convert string to float`, a null or malformed
+    feature string an AttributeError or ValueError traceback."""
+    def table(features):
+        path = tmp_path / "t.parquet"
+        pq.write_table(pa.table({"segment_id": [0, 0, 1], "hypothesis": ["a b", "a c", "d e"],
+                                 "references": [["a b"]] * 2 + [["d e"]], "features": features,
+                                 "model_score": [1.0, 0.5, 2.0]}), path)
+        return path
+    good = table(["lm= -1 tm= 2", "lm= -2 tm= 1", "lm= -3 tm= 0"])
+    rc, err = _run(capsys, "tune", good, "--score-col", "hypothesis")
+    _one_line(rc, err, "'hypothesis'", "expected numbers")
+    rc, err = _run(capsys, "tune", table(["lm= -1 tm= 2", None, "lm= -3 tm= 0"]))
+    _one_line(rc, err, "'features' row 1", "null")
+    rc, err = _run(capsys, "tune", table(["lm= -1 tm= 2", "lm= -2 tm= 1", "lm= x"]))
+    _one_line(rc, err, "'features' row 2", "'x'")
+    rc, err = _run(capsys, "export-moses", table(["lm= -1", None, "lm= 0"]), "--scores", tmp_path / "s.dat",
+                   "--features", tmp_path / "f.dat")
+    _one_line(rc, err, "--features", "row 1", "null")
+    assert not (tmp_path / "s.dat").exists() and not (tmp_path / "f.dat").exists()

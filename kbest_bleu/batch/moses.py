@@ -49,7 +49,8 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
     seg = scored[columns.segment[-1]].to_pylist()
     starts = run_starts([scored[c].combine_chunks() for c in columns.segment])
     ends = np.r_[starts[1:], scored.num_rows]
-    names, values = dense_features(scored["features"].to_pylist()) if features_path is not None else ([], [])
+    names, values = (dense_features(scored["features"].to_pylist(), f"--features {features_path}: column 'features'")
+                     if features_path is not None else ([], []))
     if not np.isfinite(np.asarray(values, np.float64)).all():
         raise InputError(f"--features {features_path}: a feature value of the table is not finite (NaN or inf); "
                          "Moses' tuners cannot read it; fix the n-best list's features")

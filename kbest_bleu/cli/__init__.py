@@ -90,6 +90,13 @@ def _run(argv: list, check_declared_outputs, install_signal_handlers) -> int:
     except InputError as exc:
         print(f"kbest-bleu {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as exc:  # bytes Arrow decodes late, as a parquet file's column names
+        from ..files.output import registered_inputs
+        where = ", ".join(repr(path) for path, _ in registered_inputs()) or "an input"
+        print(f"kbest-bleu {args.command}: error: {where}: holds a name or text that is not valid UTF-8 (byte "
+              f"{exc.object[exc.start:exc.start + 1].hex()}); rewrite it in UTF-8 (a column name, when a tool let the "
+              "bytes through)", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # the output's reader has gone (`-o - | head -c 100`): exit as SIGPIPE would
         return 128 + 13
     except OSError as exc:  # the machine, not the input: a full disk, a vanished directory

@@ -51,13 +51,21 @@ def parse_features(text: str) -> tuple[list, list]:
     return names, values
 
 
-def dense_features(texts: Sequence[str]) -> tuple[list, list]:
+def dense_features(texts: Sequence[Optional[str]], what: str = "features") -> tuple[list, list]:
     """Feature names (union, in order of first appearance) and one dense value list per text;
-    a feature absent from a text is 0 (sparse lists omit zero-valued features)."""
+    a feature absent from a text is 0 (sparse lists omit zero-valued features). A null text or
+    one that does not parse is an :class:`InputError` naming ``what`` and the row (from 0)."""
     index: dict = {}
     parsed = []
-    for text in texts:
-        names, vals = parse_features(text)
+    for row, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InputError(f"{what} row {row}: the feature string is {'null' if text is None else repr(text)}; "
+                             "expected 'name= value ...' (Moses) or 'name=value ...' (Joshua) in every row")
+        try:
+            names, vals = parse_features(text)
+        except ValueError as exc:
+            raise InputError(f"{what} row {row}: {exc} in {text[:80]!r}; expected 'name= value ...' (Moses) or "
+                             "'name=value ...' (Joshua)") from None
         for name in names:
             index.setdefault(name, len(index))
         parsed.append(dict(zip(names, vals)))

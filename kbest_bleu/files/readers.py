@@ -208,6 +208,10 @@ def _arrow_batches(path: "str | os.PathLike", fmt: str, compression: Optional[st
                                               strings_can_be_null=False)
                 reader = pcsv.open_csv(src, read_options=pcsv.ReadOptions(block_size=block), parse_options=parse,
                                        convert_options=convert)
+            try:  # Arrow takes any bytes as a column name (a header field, a JSON key); decoding them tells
+                reader.schema.names
+            except UnicodeDecodeError as exc:
+                raise unreadable(path, fmt, exc, compression) from None
             for batch in reader:
                 if fmt == "tsv":
                     _refuse_csv_quoting(batch, path, row0)

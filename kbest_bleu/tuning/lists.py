@@ -75,6 +75,9 @@ class KbestLists:
         for name in (segment, hypothesis, references, features) + ((score,) if score else ()):
             if table.schema.get_field_index(name) < 0:
                 raise InputError(f"KbestLists: column {name!r} not found; columns are {table.column_names}")
+        if score and not (pa.types.is_integer(t := table.schema.field(score).type) or pa.types.is_floating(t)):
+            raise InputError(f"KbestLists: model-score column {score!r} has Arrow type {t}; expected numbers (the "
+                             "decoder's score of each hypothesis)")
         if not pa.types.is_integer(table.schema.field(segment).type):
             raise InputError(f"KbestLists: segment column {segment!r} has Arrow type {table.schema.field(segment).type}; "
                              "expected integer segment ids (one column; the lists of a segment from several "
@@ -90,7 +93,7 @@ class KbestLists:
             names = [f"f{i}" for i in range(n_feat)]
             values = pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.float64).reshape(len(col), n_feat)
         else:
-            names, rows = dense_features(col.to_pylist())
+            names, rows = dense_features(col.to_pylist(), f"KbestLists: column {features!r}")
             values = np.array(rows, dtype=np.float64).reshape(len(col), len(names))
         hyps = table[hypothesis].combine_chunks()
         keys = _joined_tokens(hyps, cfg)
