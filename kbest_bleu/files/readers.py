@@ -209,7 +209,7 @@ def _arrow_batches(path: "str | os.PathLike", fmt: str, compression: Optional[st
                 reader = pcsv.open_csv(src, read_options=pcsv.ReadOptions(block_size=block), parse_options=parse,
                                        convert_options=convert)
             try:  # Arrow takes any bytes as a column name (a header field, a JSON key); decoding them tells
-                reader.schema.names
+                _ = reader.schema.names
             except UnicodeDecodeError as exc:
                 raise unreadable(path, fmt, exc, compression) from None
             for batch in reader:
