@@ -89,7 +89,7 @@ def sentence_scores(stats: BleuStats, config: Optional[BleuConfig] = None, **opt
 def corpus_score(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> BleuResult:
     """Corpus BLEU of the summed statistics (smoothing applies to the sums, as sacrebleu)."""
     cfg = BleuConfig.make(config, **options)
-    total = stats.sum()
+    total = stats.sum(cfg)
     bleu, p, bp = _preset_scores(total, cfg, "corpus")
     return BleuResult(float(bleu[0]), tuple(float(x) for x in p[0]), float(bp[0]), int(total.hyp_len[0]),
                       int(total.ref_len[0]), cfg.signature("corpus"))

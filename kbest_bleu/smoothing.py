@@ -22,7 +22,7 @@ import numpy as np
 from .config import BleuConfig
 from .errors import InputError
 
-__all__ = ["PRESETS", "moses_bleu", "mteval_bleu", "nltk_bleu", "paper_precisions", "sacrebleu_bleu",
+__all__ = ["PRESETS", "corpus_totals", "moses_bleu", "mteval_bleu", "nltk_bleu", "paper_precisions", "sacrebleu_bleu",
            "sacrebleu_sentence_one"]
 
 
@@ -246,7 +246,8 @@ def nltk_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the pres
             p0 = _div(p[:, j - 1] ** 2, p[:, j - 2])
             p[:, j] = (mm[:, j] + cfg.alpha * p0) / (l[:, j] + cfg.alpha)
     w = _weights(cfg)
-    if cfg.auto_reweigh and cfg.weights is None and n == 4:
+    # NLTK reweighs the uniform 4-gram weights (its default, or the same given): weights == (0.25,) * 4
+    if cfg.auto_reweigh and n == 4 and (cfg.weights is None or tuple(cfg.weights) == (0.25,) * 4):
         short = (c < 4)[:, None]
         w = np.where(short, np.where(np.arange(n) < c[:, None], _div(1.0, c)[:, None], 0.0), w)
     bleu = _geometric(p, p > 0, w, renormalize=False)
@@ -286,6 +287,13 @@ def moses_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the pre
     rr = r + (s if cfg.smooth_bp else 0.0)
     bp = _brevity_penalty(c, rr)
     return bp * bleu, p, bp
+
+
+def corpus_totals(totals: np.ndarray, cfg: BleuConfig) -> np.ndarray:
+    """The n-gram totals of each row that corpus BLEU under ``cfg``'s preset adds up: l_n, except
+    under NLTK, whose ``corpus_bleu`` adds each sentence's precision denominator max(1, l_n)
+    (``modified_precision``), so a sentence shorter than n adds 1 to order n. Same shape and dtype."""
+    return np.maximum(totals, 1).astype(totals.dtype, copy=False) if cfg.compat == "nltk" else totals
 
 
 PRESETS: dict[str, Callable] = {"sacrebleu": sacrebleu_bleu, "nltk": nltk_bleu, "mteval": mteval_bleu,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +29,7 @@ from .encode import (
 )
 from .errors import InputError
 from .jit import python_function
+from .smoothing import corpus_totals
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare
 
 __all__ = ["BleuStats", "check_group_pointers", "counting_args", "counts_in_parallel", "ngram_stats",
@@ -94,9 +95,11 @@ class BleuStats:
             rows = slice(rows, rows + 1)
         return BleuStats(self.matches[rows], self.totals[rows], self.hyp_len[rows], self.ref_len[rows])
 
-    def sum(self) -> "BleuStats":
-        """Corpus statistics: a one-row BleuStats of int64 column sums."""
-        return BleuStats(self.matches.sum(0, dtype=np.int64)[None], self.totals.sum(0, dtype=np.int64)[None],
+    def sum(self, config: Optional[BleuConfig] = None) -> "BleuStats":
+        """Corpus statistics: a one-row BleuStats of int64 column sums; the totals as ``config``'s
+        preset adds them up (:func:`kbest_bleu.smoothing.corpus_totals`: NLTK adds max(1, l_n))."""
+        totals = self.totals if config is None else corpus_totals(self.totals, config)
+        return BleuStats(self.matches.sum(0, dtype=np.int64)[None], totals.sum(0, dtype=np.int64)[None],
                          self.hyp_len.sum(dtype=np.int64)[None], self.ref_len.sum(dtype=np.int64)[None])
 
     def sum_by(self, ptr: np.ndarray) -> "BleuStats":

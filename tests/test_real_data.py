@@ -104,3 +104,19 @@ def test_nltk_sentence_bleu_on_real_data(real_sample, method):
     assert len(rows) >= (5000 if method != 6 else 2000)
     bad = np.flatnonzero(~np.isclose(got, want, rtol=1e-9, atol=1e-12))
     assert bad.size == 0, [(hyps[rows[i]], got[i], want[i]) for i in bad[:3]]
+
+
+@pytest.mark.parametrize("method", range(5))
+def test_nltk_corpus_bleu_on_real_data(real_sample, method):
+    """corpus_bleu under compat="nltk" against NLTK's corpus_bleu on 2,000 real segments (methods
+    5-7 read the last sentence's counts in NLTK: docs/presets.md)."""
+    import warnings
+
+    from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
+    hyps, refs = (x[:2000] for x in real_sample)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = corpus_bleu([[x.split() for x in r] for r in refs], [h.split() for h in hyps],
+                           smoothing_function=getattr(SmoothingFunction(), f"method{method}"))
+    got = kb.corpus_bleu(hyps, refs, compat="nltk", smoothing=method, tokenize="none").score
+    assert got == pytest.approx(want, rel=1e-12)

@@ -198,3 +198,30 @@ def test_a_row_scores_alike_alone_and_in_a_batch_with_per_order_weights():
     f = S.sacrebleu_bleu(np.asfortranarray(m), np.asfortranarray(t), c, rr, cfg, True)[0]
     c_order = S.sacrebleu_bleu(np.ascontiguousarray(m), np.ascontiguousarray(t), c, rr, cfg, True)[0]
     assert c_order.tolist() == f.tolist()
+
+
+_words = st.lists(st.sampled_from("abc"), max_size=6)  # tiny vocabulary: overlaps; rows shorter than n
+
+
+@settings(max_examples=300, deadline=None)
+@given(corpus=st.lists(st.tuples(_words, st.lists(_words.filter(bool), min_size=1, max_size=2)), min_size=1,
+                       max_size=5), method=st.integers(0, 4), reweigh=st.booleans(), explicit=st.booleans())
+def test_nltk_corpus_and_sentence_bleu_equal_nltk(corpus, method, reweigh, explicit):
+    """NLTK's corpus_bleu adds each sentence's denominator max(1, l_n): a sentence shorter than n
+    adds 1 to order n (two sentences matching themselves scored 1.0 here, 0.7071 in NLTK, until
+    smoothing.corpus_totals). auto_reweigh applies to weights given as (0.25,) * 4 too, as in NLTK."""
+    import warnings
+
+    from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
+    hyps, refs = [h for h, _ in corpus], [r for _, r in corpus]
+    options = dict(smoothing_function=getattr(SmoothingFunction(), f"method{method}"), auto_reweigh=reweigh,
+                   **({"weights": (0.25,) * 4} if explicit else {}))
+    ours = dict(compat="nltk", smoothing=method, auto_reweigh=reweigh, **({"weights": (0.25,) * 4} if explicit else {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NLTK warns of orders without matches
+        want = corpus_bleu(refs, hyps, **options)
+        want_first = sentence_bleu(refs[0], hyps[0], **options)
+    got = kb.corpus_bleu(hyps, refs, references_layout="rows", **ours).score
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-300)
+    got_first = kb.sentence_bleu(" ".join(hyps[0]), [" ".join(r) for r in refs[0]], tokenize="none", **ours)
+    assert got_first == pytest.approx(want_first, rel=1e-12, abs=1e-300)

@@ -245,7 +245,7 @@ def _tally(a: argparse.Namespace, totals: _Totals, chunk, chosen, utility) -> No
         first = segment_argmax(scores.astype(float), chunk.seg_ptr)
     hyps, refs, cfg = chunk.table[a.hyp_col], chunk.table[a.ref_col], config_from(a)
     for name, rows in (("MBR selection", chosen), ("1-best" if a.score_col else "first row", first)):
-        totals.bleu.setdefault(name, []).append(ngram_stats(hyps.take(rows), refs.take(rows), None, cfg).sum())
+        totals.bleu.setdefault(name, []).append(ngram_stats(hyps.take(rows), refs.take(rows), None, cfg).sum(cfg))
 
 
 def _report_bleu(a: argparse.Namespace, totals: _Totals, out) -> None:

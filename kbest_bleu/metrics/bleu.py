@@ -121,7 +121,7 @@ class Bleu(SegmentMetric):
 
     def totals(self, statistics: BleuStats, rows: np.ndarray) -> Optional[np.ndarray]:
         """int64 [2 (N+1) + 2]: the summed matches, totals, hypothesis and reference lengths."""
-        s = statistics[rows].sum()
+        s = statistics[rows].sum(self.config)
         return np.concatenate([s.matches[0], s.totals[0], s.hyp_len, s.ref_len])
 
     def corpus(self, totals: np.ndarray) -> BleuResult:

@@ -18,6 +18,7 @@ import numpy as np
 from ..bleu import score_rows
 from ..config import BleuConfig
 from ..errors import InputError
+from ..smoothing import corpus_totals
 from ..stats import BleuStats
 
 __all__ = ["DEFAULT_SEED", "PairedResult", "approximate_randomization", "bootstrap_ci", "estimate_ci",
@@ -37,8 +38,10 @@ class PairedResult:
     ci: float = float("nan")
 
 
-def _matrix(stats: BleuStats) -> np.ndarray:
-    return np.column_stack([stats.matches, stats.totals, stats.hyp_len, stats.ref_len]).astype(np.float64)
+def _matrix(stats: BleuStats, cfg: BleuConfig) -> np.ndarray:
+    """Per-segment statistics float64[n, 2(N+1)+2], the totals as corpus BLEU adds them (:func:`corpus_totals`)."""
+    return np.column_stack([stats.matches, corpus_totals(stats.totals, cfg), stats.hyp_len, stats.ref_len]
+                           ).astype(np.float64)
 
 
 def _rows(sums: np.ndarray, n_orders: int) -> BleuStats:
@@ -79,7 +82,7 @@ def bootstrap_ci(stats: BleuStats, config: Optional[BleuConfig] = None, n_sample
     """Bootstrap mean and 95% confidence half-width of corpus BLEU (rows = segments)."""
     cfg = config or BleuConfig()
     counts = _resample_counts(np.random.default_rng(seed), len(stats), n_samples)
-    return estimate_ci(_corpus_bleu_rows(counts @ _matrix(stats), stats.matches.shape[1], cfg))
+    return estimate_ci(_corpus_bleu_rows(counts @ _matrix(stats, cfg), stats.matches.shape[1], cfg))
 
 
 def paired_bootstrap(baseline: BleuStats, system: BleuStats, config: Optional[BleuConfig] = None,
@@ -90,9 +93,10 @@ def paired_bootstrap(baseline: BleuStats, system: BleuStats, config: Optional[Bl
     cfg = config or BleuConfig()
     n_ord = baseline.matches.shape[1]
     counts = _resample_counts(np.random.default_rng(seed), len(baseline), n_samples)
-    bl = _corpus_bleu_rows(counts @ _matrix(baseline), n_ord, cfg)
-    sy = _corpus_bleu_rows(counts @ _matrix(system), n_ord, cfg)
-    score_bl, score_sy = _corpus_bleu_rows(np.stack([_matrix(baseline).sum(0), _matrix(system).sum(0)]), n_ord, cfg)
+    bl = _corpus_bleu_rows(counts @ _matrix(baseline, cfg), n_ord, cfg)
+    sy = _corpus_bleu_rows(counts @ _matrix(system, cfg), n_ord, cfg)
+    score_bl, score_sy = _corpus_bleu_rows(np.stack([_matrix(baseline, cfg).sum(0), _matrix(system, cfg).sum(0)]),
+                                           n_ord, cfg)
     diffs = np.abs(sy - bl)
     mean, ci = estimate_ci(sy)
     return PairedResult(float(score_sy), _p_value(diffs - diffs.mean(), abs(score_bl - score_sy)), mean, ci)
@@ -107,7 +111,7 @@ def approximate_randomization(baseline: BleuStats, system: BleuStats, config: Op
     n_ord = baseline.matches.shape[1]
     rng = np.random.default_rng(seed)
     swap = rng.integers(2, size=(n_samples, len(baseline)), dtype=bool).astype(np.float64)
-    a, b = _matrix(baseline), _matrix(system)
+    a, b = _matrix(baseline, cfg), _matrix(system, cfg)
     shuf_a = swap @ a + (1.0 - swap) @ b
     shuf_b = (1.0 - swap) @ a + swap @ b
     null = np.abs(_corpus_bleu_rows(shuf_a, n_ord, cfg) - _corpus_bleu_rows(shuf_b, n_ord, cfg))
