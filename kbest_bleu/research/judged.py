@@ -151,10 +151,13 @@ def judged_correlations(table: pa.Table, metric: str, *, pairs: Optional[pa.Tabl
 
 def metric_difference(a: Correlation, b: Correlation) -> tuple[float, float]:
     """Paired bootstrap of two metrics' correlations computed with the same seed (same resamples):
-    (a.value - b.value, one-sided p-value = share of resamples where a does not beat b)."""
+    (a.value - b.value, one-sided p-value = share of resamples where a does not beat b, among
+    the resamples where both are defined, as :func:`_interval` counts; NaN when there is none)."""
     if a.samples.shape != b.samples.shape:
         raise InputError(f"metric_difference: expected equally many resamples, found {a.samples.size}, {b.samples.size}")
-    return a.value - b.value, float(np.mean(a.samples - b.samples <= 0))
+    diff = a.samples - b.samples
+    defined = diff[~np.isnan(diff)]  # a NaN compared with 0 is False: it would count as a win for a
+    return a.value - b.value, float(np.mean(defined <= 0)) if defined.size else float("nan")
 
 
 def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:

@@ -59,6 +59,21 @@ def test_paired_difference_shares_resamples():
     assert p == pytest.approx(np.mean(a.samples - b.samples <= 0)) and 0.15 < p < 0.35
 
 
+def test_paired_difference_counts_only_resamples_where_both_are_defined():
+    """A resample where a statistic is undefined (NaN: a metric tied within every drawn segment)
+    counted as a win for a (NaN <= 0 is False): p 0.93 where a never beats b among the defined
+    ones. A constant metric gave p 0.0 both ways; now NaN."""
+    table = pa.table({"lp": ["xx"] * 6, "segment_id": [0, 0, 1, 1, 2, 2], "system": ["x", "y"] * 3,
+                      "h": [0.1, 0.9, 0.2, 0.8, 0.3, 0.7], "a": [0.5, 0.5, 0.4, 0.4, 0.1, 0.9],
+                      "b": [0.1, 0.8, 0.2, 0.7, 0.3, 0.6], "const": [0.5] * 6})
+    a, b, const = (judged.judged_correlations(table, m, human="h", n_boot=1000, seed=1)[0] for m in ("a", "b", "const"))
+    assert np.isnan(a.samples).sum() > 20 and not np.isnan(b.samples).any()
+    defined = ~np.isnan(a.samples)
+    assert judged.metric_difference(a, b)[1] == pytest.approx(np.mean(a.samples[defined] <= b.samples[defined]))
+    assert judged.metric_difference(a, b)[1] == 1.0  # a ranks the systems of segments 0 and 1 as ties
+    assert np.isnan(judged.metric_difference(const, b)[1]) and np.isnan(judged.metric_difference(b, const)[1])
+
+
 def test_system_level_and_williams():
     sys = judged.system_table(TABLE, ["m"], pairs=PAIRS)
     got = {r["system"]: [r["m"], r["human"]] for r in sys.to_pylist()}
