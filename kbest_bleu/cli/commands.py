@@ -157,6 +157,9 @@ def _cmd_paired(a: argparse.Namespace) -> int:
         raise InputError(f"--n-samples: expected a positive number of resamples (0: the default), found {a.n_samples}")
     cfg = config_from(a)
     refs = _reference_rows(a.refs, "--refs")
+    if not refs:  # sacrebleu refuses it too: a test over no sentence would report p = 1 / (n + 1)
+        raise InputError(f"--refs {a.refs[0]}: holds no sentence; expected one reference per line, the systems' "
+                         "lines matching")
     from ..files.readers import read_text
     systems = [read_text(p, "paired SYSTEM") for p in [a.baseline] + a.systems]
     for path, lines in zip([a.baseline] + a.systems, systems):

@@ -39,9 +39,24 @@ class PairedResult:
 
 
 def _matrix(stats: BleuStats, cfg: BleuConfig) -> np.ndarray:
-    """Per-segment statistics float64[n, 2(N+1)+2], the totals as corpus BLEU adds them (:func:`corpus_totals`)."""
-    return np.column_stack([stats.matches, corpus_totals(stats.totals, cfg), stats.hyp_len, stats.ref_len]
-                           ).astype(np.float64)
+    """Per-segment statistics float64[n, 2(N+1)+2], the totals as corpus BLEU adds them
+    (:func:`corpus_totals`); statistics that are not finite (hand-built float ones) are refused:
+    a NaN reference length would make the brevity penalty 1."""
+    m = np.column_stack([stats.matches, corpus_totals(stats.totals, cfg), stats.hyp_len, stats.ref_len]
+                        ).astype(np.float64)
+    if not np.isfinite(m).all():
+        row = int(np.flatnonzero(~np.isfinite(m).all(1))[0])
+        raise InputError(f"paired test: the statistics of row {row} are not finite (NaN or inf); expected counts, "
+                         "as kbest_bleu.ngram_stats gives them")
+    return m
+
+
+def _check_samples(n_samples: int) -> int:
+    """``n_samples`` as a positive int (0 resamples give no distribution: sacrebleu's CLI reads 0
+    as its default, the CLI here too; the functions need a number)."""
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise InputError(f"n_samples: expected a positive number of resamples (e.g. 1000), found {n_samples!r}")
+    return int(n_samples)
 
 
 def _rows(sums: np.ndarray, n_orders: int) -> BleuStats:
@@ -81,7 +96,7 @@ def bootstrap_ci(stats: BleuStats, config: Optional[BleuConfig] = None, n_sample
                  seed: Optional[int] = DEFAULT_SEED) -> tuple[float, float]:
     """Bootstrap mean and 95% confidence half-width of corpus BLEU (rows = segments)."""
     cfg = config or BleuConfig()
-    counts = _resample_counts(np.random.default_rng(seed), len(stats), n_samples)
+    counts = _resample_counts(np.random.default_rng(seed), len(stats), _check_samples(n_samples))
     return estimate_ci(_corpus_bleu_rows(counts @ _matrix(stats, cfg), stats.matches.shape[1], cfg))
 
 
@@ -92,7 +107,7 @@ def paired_bootstrap(baseline: BleuStats, system: BleuStats, config: Optional[Bl
     _check_pair(baseline, system)
     cfg = config or BleuConfig()
     n_ord = baseline.matches.shape[1]
-    counts = _resample_counts(np.random.default_rng(seed), len(baseline), n_samples)
+    counts = _resample_counts(np.random.default_rng(seed), len(baseline), _check_samples(n_samples))
     bl = _corpus_bleu_rows(counts @ _matrix(baseline, cfg), n_ord, cfg)
     sy = _corpus_bleu_rows(counts @ _matrix(system, cfg), n_ord, cfg)
     score_bl, score_sy = _corpus_bleu_rows(np.stack([_matrix(baseline, cfg).sum(0), _matrix(system, cfg).sum(0)]),
@@ -110,7 +125,7 @@ def approximate_randomization(baseline: BleuStats, system: BleuStats, config: Op
     cfg = config or BleuConfig()
     n_ord = baseline.matches.shape[1]
     rng = np.random.default_rng(seed)
-    swap = rng.integers(2, size=(n_samples, len(baseline)), dtype=bool).astype(np.float64)
+    swap = rng.integers(2, size=(_check_samples(n_samples), len(baseline)), dtype=bool).astype(np.float64)
     a, b = _matrix(baseline, cfg), _matrix(system, cfg)
     shuf_a = swap @ a + (1.0 - swap) @ b
     shuf_b = (1.0 - swap) @ a + swap @ b

@@ -225,3 +225,33 @@ def test_correlations_refuse_nan_and_unequal_lengths(name):
 def test_rankdata_refuses_nan():
     with pytest.raises(InputError, match="rankdata: NaN"):
         corr.rankdata([1.0, float("nan")])
+
+
+@pytest.mark.parametrize("n_samples", [0, -1, 2.5, True])
+def test_paired_tests_refuse_a_bad_number_of_resamples(close_pair, n_samples):
+    """n_samples=0: approximate randomization said p = 1.0 from no shuffle, the bootstrap an
+    IndexError."""
+    (bh, refs), (sh, _) = close_pair
+    a, b = kb.ngram_stats(bh, refs), kb.ngram_stats(sh, refs)
+    for call in (lambda: paired_bootstrap(a, b, None, n_samples), lambda: approximate_randomization(a, b, None, n_samples),
+                 lambda: bootstrap_ci(a, None, n_samples)):
+        with pytest.raises(InputError, match="n_samples: expected a positive number"):
+            call()
+
+
+def test_paired_tests_refuse_statistics_that_are_not_finite(close_pair):
+    """Hand-built float statistics with a NaN reference length made the brevity penalty 1."""
+    (bh, refs), (sh, _) = close_pair
+    a, b = kb.ngram_stats(bh, refs), kb.ngram_stats(sh, refs)
+    broken = kb.BleuStats(a.matches, a.totals, a.hyp_len.astype(float), a.ref_len.astype(float))
+    broken.ref_len[3] = np.nan
+    with pytest.raises(InputError, match="row 3 are not finite"):
+        paired_bootstrap(broken, b)
+
+
+def test_paired_command_refuses_empty_files(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert kb.cli.main(["paired", str(empty), str(empty), "-r", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "holds no sentence" in err and err.count("\n") == 1
