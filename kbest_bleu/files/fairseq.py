@@ -28,7 +28,8 @@ from typing import Iterator, Optional, TextIO
 import pyarrow as pa
 
 from ..errors import InputError
-from .kbest_io import BOOL, FLOAT, INT, STRING, STRINGS, RowBatches, parse_float, score_text, segments, text_lines
+from .kbest_io import (BOOL, FLOAT, INT, STRING, STRINGS, RowBatches, field_text, parse_float, score_text, segments,
+                       text_lines)
 
 __all__ = ["read_fairseq", "write_fairseq"]
 
@@ -153,7 +154,9 @@ def write_fairseq(path: "str | os.PathLike", out: TextIO, score_field: str, raw:
                 out.write(f"T-{segment}\t{rows['references'][0][0]}\n")
         for i, hyp in enumerate(rows["hypothesis"]):
             score = score_text(rows, score_field, i, segment, raw)
-            tok = rows["hypothesis_tok"][i] if rows.get("hypothesis_tok") else hyp
+            hyp = field_text(hyp, "hypothesis", segment, i)  # a line break would cut the H-/D- line
+            tok = field_text(rows["hypothesis_tok"][i], "hypothesis_tok", segment, i) if rows.get("hypothesis_tok") \
+                else hyp
             out.write(f"H-{segment}\t{score}\t{tok}\n")
             if not rows.get("detokenized") or rows["detokenized"][i]:
                 out.write(f"D-{segment}\t{score}\t{hyp}\n")

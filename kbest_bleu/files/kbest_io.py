@@ -247,4 +247,23 @@ def score_text(rows: dict, field: str, i: int, segment: object, raw: bool) -> st
     if value is None or isinstance(value, (bool, str)) or not isinstance(value, (int, float)):
         raise InputError(f"segment {segment!r}, hypothesis {i}: column {field!r} holds {value!r}, not a number to "
                          "write in the score field; choose another column with --score-field")
+    if not math.isfinite(value):  # the readers refuse NaN and infinities: the file would not read back
+        raise InputError(f"segment {segment!r}, hypothesis {i}: column {field!r} holds {value!r}, not a finite "
+                         "number; choose another column with --score-field, or fix the table")
     return repr(float(value))
+
+
+def field_text(value: object, field: str, segment: object, i: int, separator: Optional[str] = None) -> str:
+    """``value`` as a field of a line of a text format: a string without a line break (the readers
+    split on them) and without the format's field ``separator``, else an :class:`InputError`: a
+    file written with it would not read back (a null, a cut line, fields shifted)."""
+    if not isinstance(value, str):
+        raise InputError(f"segment {segment!r}, hypothesis {i}: column {field!r} is "
+                         f"{'null' if value is None else repr(value)}; a line of text needs a string; fill or drop "
+                         "the row, or write parquet or nested")
+    bad = next((s for s in ("\n", "\r", separator) if s and s in value), None)
+    if bad is not None:
+        raise InputError(f"segment {segment!r}, hypothesis {i}: column {field!r} holds {bad!r} ({value[:60]!r}), which "
+                         "a line of this format cannot hold (it would not read back); clean the text, or write parquet "
+                         "or nested")
+    return value

@@ -30,7 +30,8 @@ from typing import Iterator, Optional, TextIO
 import pyarrow as pa
 
 from ..errors import InputError
-from .kbest_io import FLOAT, FLOATS, INT, STRING, RowBatches, parse_float, score_text, segments, text_lines
+from .kbest_io import (FLOAT, FLOATS, INT, STRING, RowBatches, field_text, parse_float, score_text, segments,
+                       text_lines)
 from .nbest import META_SEPARATOR, parse_features
 
 __all__ = ["moses_separator", "read_fixed_k", "read_marian", "write_marian", "write_moses", "write_opennmt_py",
@@ -179,14 +180,20 @@ def read_fixed_k(path: "str | os.PathLike", fmt: str, nbest_size: Optional[int],
     yield rows.take()
 
 
-def _line_writer(path, out: TextIO, score_field: str, raw: bool, form) -> int:
+def _line_writer(path, out: TextIO, score_field: str, raw: bool, form, separator: Optional[str] = SEP.strip()) -> int:
+    """Write each row as ``form`` lays out its fields; a field the format's reader would split
+    differently (a line break, the ``separator``, ``|||`` by default) is refused (:func:`field_text`)."""
     n = 0
     for segment, rows in segments(path, ("hypothesis", "model_score", "model_score_text", "features", "extra_fields",
                                          score_field)):
         for i, hyp in enumerate(rows["hypothesis"]):
             extra = rows["extra_fields"][i] if rows.get("extra_fields") else None
-            out.write(form(seg=segment, hyp=hyp, score=score_text(rows, score_field, i, segment, raw), extra=extra,
-                           features=rows["features"][i] if rows.get("features") else None) + "\n")
+            features = rows["features"][i] if rows.get("features") else None
+            out.write(form(seg=segment, hyp=field_text(hyp, "hypothesis", segment, i, separator),
+                           score=score_text(rows, score_field, i, segment, raw),
+                           extra=None if extra is None else field_text(extra, "extra_fields", segment, i),
+                           features=None if features is None else field_text(features, "features", segment, i,
+                                                                             separator)) + "\n")
         n += len(rows["hypothesis"])
     return n
 
@@ -223,4 +230,5 @@ def write_opennmt_tf(path, out: TextIO, score_field: str, raw: bool) -> int:
 
 def write_opennmt_py(path, out: TextIO, score_field: str, raw: bool) -> int:
     """OpenNMT-py lines ``hypothesis<TAB>score``."""
-    return _line_writer(path, out, score_field, raw, lambda hyp, score, **_: f"{hyp}\t{score}")
+    # the reader splits at the last tab: a tab inside the hypothesis reads back
+    return _line_writer(path, out, score_field, raw, lambda hyp, score, **_: f"{hyp}\t{score}", separator=None)

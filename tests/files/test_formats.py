@@ -336,6 +336,34 @@ def test_plain_text_has_no_place_for_a_score(tmp_path, capsys):
     assert "--nbest-size: for text, opennmt-tf and opennmt-py input" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("fmt", ["nbest", "fairseq", "marian", "opennmt-tf", "opennmt-py"])
+@pytest.mark.parametrize("column, value, said", [
+    ("hypothesis", "a\nb", "holds '\\n'"), ("hypothesis", "a ||| b", "holds '|||'"), ("hypothesis", None, "is null"),
+    ("model_score", float("nan"), "not a finite number")])
+def test_text_that_would_not_read_back_is_refused(tmp_path, capsys, fmt, column, value, said):
+    """A line break, the format's separator, a null hypothesis or a NaN score: written with exit
+    0 (or a TypeError traceback for the null), the file read back cut, shifted or failed."""
+    if said == "holds '|||'" and fmt in ("fairseq", "opennmt-py"):  # no ||| separator: reads back as it was
+        value = "a\tb" if fmt == "opennmt-py" else value
+    rows = {"segment_id": [0, 0, 1], "hypothesis": ["a b", "c d", "e f"], "model_score": [-1.0, -2.0, -0.5],
+            "features": ["lm= -1", "lm= -2", "lm= -3"]}
+    rows[column][1] = value
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table(rows), src)
+    out = tmp_path / f"out.{fmt}"
+    rc = main(["convert", str(src), str(out), "--to", fmt, "--score-field", "model_score"])
+    err = capsys.readouterr().err
+    if said == "holds '|||'" and fmt in ("fairseq", "opennmt-py"):
+        assert rc == 0, err
+        again = tmp_path / "again.parquet"
+        assert main(["convert", str(out), str(again), "--format", fmt, *(["--nbest-size", "1"] if fmt == "opennmt-py"
+                                                                         else [])]) == 0, capsys.readouterr().err
+        assert pq.read_table(again)["hypothesis"].to_pylist()[1] == value
+        return
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert said in err and "hypothesis 1" in err and not out.exists()
+
+
 # ---- streaming and errors -----------------------------------------------------------------------
 
 def test_readers_stream_bounded_batches(tmp_path):
