@@ -141,7 +141,10 @@ def _cmd_score(a: argparse.Namespace) -> int:
             raise InputError(said) from None
         if a.to:  # the scored table in a toolkit's format (docs/formats.md, "Writing back")
             from ..files.formats import write_format
-            write_format(out, a.output, a.to, score_field=a.score_field, inputs=[given], option="-o")
+            try:
+                write_format(out, a.output, a.to, score_field=a.score_field, inputs=[given], option="-o")
+            except InputError as exc:  # the scored table is a temporary: named as what it is, not by its path
+                raise InputError(str(exc).replace(str(out), "the scored table")) from None
         elif a.output == "-":
             from ..files.output import copy_to_stdout
             copy_to_stdout(out, "-o")

@@ -284,6 +284,11 @@ def check_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLik
     if not parent.is_dir():
         raise InputError(f"{option} {_describe(dst)}: the directory {str(parent)!r} does not exist; create it first "
                          "or choose another output path")
+    # the temporary is made and renamed in the directory: checked now, not after the job (an
+    # existing device or FIFO is written in place)
+    if not (_is_special(dst) and not directory) and not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {_describe(dst)}: the directory {str(parent)!r} is not writable (permissions or a "
+                         "read-only file system); choose a writable output path")
     clash = _clash(dst, inputs)
     if clash is not None:
         _refuse(dst, option, clash)

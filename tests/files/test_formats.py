@@ -520,3 +520,12 @@ def test_convert_nbest_to_parquet_streams_the_rows_written(tmp_path):
     assert main(["convert", str(tmp_path / "k.nbest.gz"), str(tmp_path / "gz.parquet"), "-r",
                  str(tmp_path / "ref.txt")]) == 0
     assert pq.read_table(tmp_path / "gz.parquet").equals(t)
+
+
+def test_score_to_a_format_names_the_scored_table_not_its_temporary(tmp_path, capsys):
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"segment_id": [0, 0], "hypothesis": ["a b", "a c"], "references": [["a b"]] * 2}), src)
+    assert main(["score", str(src), "-o", str(tmp_path / "o.nbest"), "--to", "nbest", "--score-field", "bogus",
+                 "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "no column 'bogus' in the scored table" in err and "kbest-tmp" not in err and "kbest_bleu-" not in err, err

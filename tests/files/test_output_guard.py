@@ -274,6 +274,26 @@ def test_an_unwritable_output_directory_names_the_output(files, tmp_path, privat
     assert "-o '/sys/fs/out.parquet': could not write the output" in err and TEMP_MARK not in err, err
     _clean(tmp_path, private_tmp)
 
+def test_an_output_directory_without_write_permission_is_refused_before_the_job(files, tmp_path, private_tmp):
+    """Mode 555: refused up front (exit 2), where it used to fail after the whole job (exit 1).
+    Run without root's permission override (setpriv) when this test runs as root."""
+    import shutil
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("root without setpriv: a mode-555 directory is writable")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+    done = subprocess.run([*prefix, sys.executable, "-m", "kbest_bleu", "score", str(files["k.csv"]), "-t", "none",
+                           "-o", str(locked / "o.parquet")], capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(private_tmp)})
+    locked.chmod(0o755)
+    _refused(done.returncode, done.stderr, "-o", "is not writable")
+    assert not list(locked.iterdir())
+
+
 # ---- class 2: atomic, whole outputs -----------------------------------------------------------
 
 def test_write_all_retries_short_writes(monkeypatch, tmp_path):

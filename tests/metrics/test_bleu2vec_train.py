@@ -134,3 +134,17 @@ def test_train_refuses_an_existing_file_as_its_model_directory(tmp_path):
     with pytest.raises(InputError, match="is an existing file; expected a model directory"):
         train(tmp_path / "corpus.txt", tmp_path / "model", orders=(1,))
     assert (tmp_path / "model").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("min_counts", ["999,999,999", "1,999,999"])  # refused at order 1, or after order 1 is written
+def test_a_failed_training_leaves_no_directory_and_no_new_model(tmp_path, min_counts):
+    """`bleu2vec train -o a/b/c` on too little text failed (exit 2) but left a/b/c behind."""
+    from kbest_bleu.errors import InputError
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "other.bin").write_bytes(b"something of the user's")
+    for out in (tmp_path / "a" / "b" / "c", tmp_path / "keep"):
+        with pytest.raises(InputError, match="no n-gram is seen 999 times"):
+            train(CORPUS, out, orders=(1, 2, 3), name="tiny", vector_size=8, epochs=1, min_counts=min_counts,
+                  workers=1, progress=False)
+    assert not (tmp_path / "a").exists()
+    assert [p.name for p in (tmp_path / "keep").iterdir()] == ["other.bin"]

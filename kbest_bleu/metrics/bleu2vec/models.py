@@ -9,6 +9,7 @@ word2vec text format. gensim (the ``[bleu2vec]`` extra) is imported only to read
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import re
@@ -285,29 +286,40 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
     sentences = read_corpus(corpus, tokenize)
     if not sentences:
         raise InputError(f"corpus {str(corpus)!r}: expected sentences, found no token")
-    out.mkdir(parents=True, exist_ok=True)
     settings = dict(vector_size=vector_size, window=5, sg=1, negative=5, workers=workers, seed=seed)
     jobs = [(n, f"{name}.{n}gram.w2v.bin") for n in orders] + ([(0, f"{name}.joint.w2v.bin")] if joint else [])
-    paths = []
+    paths: list = []
     bar = _progress(len(jobs) * epochs, progress)
-    with temporary_directory("kbest_bleu-bleu2vec-") as tmp:  # removed on every exit, signals included
-        text = Path(tmp) / "tokens.txt"
-        for n, fname in jobs:
-            if n:
-                _write_lines(text, (ngram_tokens(s, n) for s in sentences))
-                model = Word2Vec(min_count=mc[n], **settings)
-                model.build_vocab(corpus_file=str(text))
-                if not model.wv.index_to_key:
-                    raise InputError(f"order {n}: no n-gram is seen {mc[n]} times in the corpus; lower min_counts "
-                                     "or train on more text")
-                model.train(corpus_file=str(text), total_examples=model.corpus_count,
-                            total_words=model.corpus_total_words, epochs=epochs, callbacks=[_EpochBar(bar)])
-            else:
-                model = _train_joint(Word2Vec, sentences, orders, mc, epochs, settings, seed, bar, text)
-            path = out / fname
-            with atomic_output(path, [corpus], "-o") as partial:  # whole models only, never the corpus
-                model.wv.save_word2vec_format(str(partial), binary=True)
-            paths.append(path)
+    # a failed run leaves no directory it made and no model file that was not there before
+    made = [d for d in (out, *out.parents) if not d.exists()][::-1]
+    new = [out / fname for _, fname in jobs if not (out / fname).exists()]
+    try:
+        with temporary_directory("kbest_bleu-bleu2vec-") as tmp:  # removed on every exit, signals included
+            text = Path(tmp) / "tokens.txt"
+            for n, fname in jobs:
+                if n:
+                    _write_lines(text, (ngram_tokens(s, n) for s in sentences))
+                    model = Word2Vec(min_count=mc[n], **settings)
+                    model.build_vocab(corpus_file=str(text))
+                    if not model.wv.index_to_key:
+                        raise InputError(f"order {n}: no n-gram is seen {mc[n]} times in the corpus; lower min_counts "
+                                         "or train on more text")
+                    model.train(corpus_file=str(text), total_examples=model.corpus_count,
+                                total_words=model.corpus_total_words, epochs=epochs, callbacks=[_EpochBar(bar)])
+                else:
+                    model = _train_joint(Word2Vec, sentences, orders, mc, epochs, settings, seed, bar, text)
+                path = out / fname
+                out.mkdir(parents=True, exist_ok=True)  # once a model is trained: a refused corpus makes nothing
+                with atomic_output(path, [corpus], "-o") as partial:  # whole models only, never the corpus
+                    model.wv.save_word2vec_format(str(partial), binary=True)
+                paths.append(path)
+    except BaseException:
+        for path in new:
+            path.unlink(missing_ok=True)
+        for d in reversed(made):
+            with contextlib.suppress(OSError):  # not empty: something else is there now
+                d.rmdir()
+        raise
     bar.close()
     return paths
 
