@@ -253,3 +253,44 @@ def test_tune_model_score_and_feature_columns(tmp_path, capsys):
                    "--features", tmp_path / "f.dat")
     _one_line(rc, err, "--features", "row 1", "null")
     assert not (tmp_path / "s.dat").exists() and not (tmp_path / "f.dat").exists()
+
+
+def test_messages_say_what_was_wrong(tmp_path, capsys, kbest):
+    """Messages found unclear by a review: each now names the problem (and the option)."""
+    import pyarrow as pa
+    dup = tmp_path / "dup.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array([0]), pa.array(["a"]), pa.array([["a"]]), pa.array(["b"])],
+                                        names=["segment_id", "hypothesis", "references", "hypothesis"]), dup)
+    judged_table = tmp_path / "judged.parquet"
+    pq.write_table(pa.table({"lp": ["xx"] * 6, "segment_id": [0, 0, 0, 1, 1, 1], "system": ["A", "B", "C"] * 2,
+                             "m": [0.5, 0.25, 0.3, 0.1, 0.4, 0.2], "h": [3.0, 1.0, 2.0, 1.0, 3.0, 2.0]}), judged_table)
+    link = tmp_path / "scatter.png"
+    link.symlink_to(judged_table)
+    cases = [(["score", dup, "-o", tmp_path / "o.parquet"], "column 'hypothesis' appears 2 times"),
+             (["score", kbest, "--ref-table", tmp_path / "none.parquet", "-o", tmp_path / "o.parquet"],
+              "--ref-table", "no such file"),
+             (["metaeval", "judged", judged_table, "--metric", "m", "--pairs", tmp_path / "none.parquet"],
+              "--pairs", "better_system, worse_system"),
+             (["metaeval", "judged", judged_table, "--metric", "m", "--human", "h", "--compare", "m,z"],
+              "--compare: expected two of the --metric columns"),
+             (["metaeval", "judged", judged_table, "--metric", "m", "--human", "h", "--plot", link],
+              "--plot", "the output path is the input file")]
+    for argv, *words in cases:
+        rc, err = _run(capsys, *argv)
+        _one_line(rc, err, *words)
+        assert capsys.readouterr().out == ""  # refused before any table is printed
+
+
+def test_an_nbest_file_opening_with_a_byte_order_mark(tmp_path, capsys):
+    """n-best lines start with a number: a BOM (an editor's) said `invalid literal for int()`."""
+    text = "0 ||| the cat sat ||| lm= -1 ||| -1\n0 ||| a cat sat ||| lm= -2 ||| -2\n"
+    (tmp_path / "plain.nbest").write_text(text)
+    (tmp_path / "bom.nbest").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (tmp_path / "ref.txt").write_text("the cat sat down\n")
+    outs = []
+    for name in ("plain", "bom"):
+        out = tmp_path / f"{name}.parquet"
+        rc, err = _run(capsys, "score", tmp_path / f"{name}.nbest", "-r", tmp_path / "ref.txt", "-o", out, "-q")
+        assert rc == 0, err
+        outs.append(pq.read_table(out))
+    assert outs[0].equals(outs[1])

@@ -252,7 +252,8 @@ def _cmd_tune(a: argparse.Namespace) -> int:
     warning = None
     if a.init:
         if len(w0) != n_feat or not np.isfinite(w0).all():
-            raise InputError(f"--init: expected {n_feat} weights ({', '.join(lists.feature_names)}), found {len(w0)}")
+            found = len(w0) if len(w0) != n_feat else f"{int((~np.isfinite(w0)).sum())} not finite (NaN or inf)"
+            raise InputError(f"--init: expected {n_feat} finite weights ({', '.join(lists.feature_names)}), found {found}")
     elif a.score_col:
         w0 = lists.decoder_weights()
         off = float(np.abs(lists.model_scores(w0) - lists.model_score).max()) if len(lists) else 0.0

@@ -283,7 +283,7 @@ def add_command(sub) -> None:
     p.add_argument("--batch-size", type=positive_int, default=65536, help="rows per record batch (bounds memory)")
     p.add_argument("--batch-bytes", type=positive_int, default=None,
                    help="bytes of hypothesis text per record batch (bounds memory; default 16 MiB)")
-    p.add_argument("--temperature", type=float_range(1e-6, 1e6, "--temperature"), default=1.0,
+    p.add_argument("--temperature", type=float_range(1e-6, 1e6, "a temperature from 1e-6 to 1e6"), default=1.0,
                    help="with --score-col: pseudo-references weighted by softmax(score / T) per segment (default 1)")
     p.add_argument("--format", default=None, help="the input's format (default: from its name and content)")
     p.add_argument("--nbest-size", type=positive_int, default=None, help="K lines per source (text, OpenNMT formats)")

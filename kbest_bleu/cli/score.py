@@ -98,10 +98,13 @@ def _cmd_score(a: argparse.Namespace) -> int:
         try:
             register_input(a.ref_table, "--ref-table")
             refs = ReferenceTable.from_table(pq.read_table(a.ref_table), columns, a.ref_table)
+        except FileNotFoundError:
+            raise InputError(f"--ref-table {a.ref_table}: no such file; expected a parquet table of segment ids and "
+                             "references") from None
         except (OSError, ValueError) as exc:
             if isinstance(exc, InputError):
                 raise
-            raise InputError(f"{a.ref_table}: not a readable parquet reference table ({exc})") from None
+            raise InputError(f"--ref-table {a.ref_table}: not a readable parquet reference table ({exc})") from None
     elif a.ref_file:
         rows = _reference_rows(a.ref_file, "--refs")
         refs = ReferenceTable(list(range(len(rows))), pa.array(rows, pa.list_(pa.string())), " + ".join(a.ref_file))

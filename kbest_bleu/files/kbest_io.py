@@ -35,10 +35,12 @@ _CHUNK = 1 << 20
 
 
 def text_lines(path: "str | os.PathLike", compression: Optional[str] = None, option: str = "input",
-               what: str = "K-best file") -> Iterator[str]:
+               what: str = "K-best file", strip_bom: bool = False) -> Iterator[str]:
     """The lines of a UTF-8 text file, one at a time (split on ``\\n`` only, a final ``\\r``
     removed, as :func:`~kbest_bleu.files.references.read_lines` does), decompressed when
     ``compression`` names one of Arrow's codecs. Memory: one 1 MiB chunk and the current line.
+    ``strip_bom``: a byte order mark opening the file is dropped (n-best lines start with a
+    number; text keeps it, as sacrebleu does, where it is part of the first word).
 
     A missing file or invalid UTF-8 raises :class:`InputError` naming ``option`` and the line.
     """
@@ -65,10 +67,13 @@ def text_lines(path: "str | os.PathLike", compression: Optional[str] = None, opt
                 rest = data[cut:]
                 lines = _decode(data[:cut], path, number).split("\n")
                 lines.pop()  # after the last newline: nothing
+                if strip_bom and number == 0 and lines:
+                    lines[0] = lines[0].removeprefix("\ufeff")
                 number += len(lines)
                 yield from lines
         if rest:  # a last line without its newline
             last = _decode(rest, path, number)
+            last = last.removeprefix("\ufeff") if strip_bom and number == 0 else last
             yield last[:-1] if last.endswith("\r") else last
     finally:
         src.close()

@@ -103,7 +103,7 @@ class NbestBatches:
         return {META_SEPARATOR: self.separator.encode(), META_FEATURES: json.dumps(self.names).encode()}
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        lines = text_lines(self.path, self.compression, self.option, "n-best file")
+        lines = text_lines(self.path, self.compression, self.option, "n-best file", strip_bom=True)
         first = list(itertools.islice(lines, _SNIFF_LINES))
         sep = self.separator = " ||| " if any(" ||| " in ln for ln in first) else "|||"
         rows = RowBatches(COLUMNS, None, *self.limits)

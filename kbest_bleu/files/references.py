@@ -107,6 +107,9 @@ def require_columns(schema: pa.Schema, names: Iterable[str], source: str, refere
     """Raise :class:`InputError` naming the first of ``names`` missing from ``schema`` and the option
     that chooses it; ``references``: the name of the references column (which may come apart)."""
     for name in names:
+        if schema.names.count(name) > 1:  # get_field_index says -1 for a name that appears twice
+            raise InputError(f"{source}: column {name!r} appears {schema.names.count(name)} times; expected one "
+                             "column of that name (rename or drop the others)")
         if schema.get_field_index(name) < 0:
             hint = ("choose the column with --ref-col, or give the references apart with --ref-table (parquet) or "
                     "--ref-file (text, line i = segment i)" if name == references else

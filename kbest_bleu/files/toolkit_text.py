@@ -51,7 +51,7 @@ def read_marian(path: "str | os.PathLike", compression: Optional[str] = None, *,
     ``word_scores`` (null when absent) and ``extra_fields`` (the optional fields as written)."""
     rows, names, name_tokens = None, None, None
     current, rank, seen = None, 0, set()
-    for number, line in enumerate(text_lines(path, compression, option, "Marian n-best file"), 1):
+    for number, line in enumerate(text_lines(path, compression, option, "Marian n-best file", strip_bom=True), 1):
         fields = line.split(SEP)
         if len(fields) < 4:
             raise InputError(f"{path}: line {number}: expected 'id ||| translation [||| ...] ||| features ||| score', "

@@ -133,12 +133,9 @@ def _comparison(a: argparse.Namespace, table, pairs, corr: dict, sys_table, lps)
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..errors import InputError
     from .correlation import pearson
     from .judged import metric_difference, system_correlations, williams_test
-    names = a.compare.split(",")
-    if len(names) != 2 or any(n not in corr for n in names):
-        raise InputError(f"--compare: expected two of the --metric columns as A,B, found {a.compare!r}")
+    names = a.compare.split(",")  # two of the metrics: checked by _cmd_judged before the tables
     x, y = names
     rows = [(c.name, "paired bootstrap", *metric_difference(c, d)) for c, d in zip(corr[x], corr[y])]
     if pairs is None:
@@ -159,19 +156,23 @@ def _cmd_judged(a: argparse.Namespace) -> int:
     from ..batch.parquet import read_parquet_table
     from ..errors import InputError
     from .judged import check_judged_table, judged_correlations, system_correlations, system_table
-    _check_plot(a)
     if a.plot and a.wmt_style:
         raise InputError("metaeval judged: --plot draws the correlation tables' scatter, not --wmt-style's; "
                          "leave one of them out")
     if (a.pairs is None) == (a.human is None):
         raise InputError("metaeval judged: expected exactly one of --pairs PAIRS.parquet or --human COLUMN")
-    for path in [a.table] + ([a.pairs] if a.pairs else []):
+    layouts = [(a.table, "TABLE", "lp, segment_id, system, metric columns")]
+    layouts += [(a.pairs, "--pairs", "lp, segment_id, better_system, worse_system")] if a.pairs else []
+    for path, option, columns in layouts:
         if not Path(path).exists():
-            raise InputError(f"{path}: not found; expected a parquet file (lp, segment_id, system, metric columns)")
+            raise InputError(f"{option} {path}: not found; expected a parquet file ({columns})")
     table = read_parquet_table(a.table, "metaeval judged TABLE")  # empty, truncated, not parquet: one line
     pairs = read_parquet_table(a.pairs, "--pairs") if a.pairs else None
     metrics = a.metric.split(",")
     check_judged_table(table, metrics, a.human, str(a.table))  # before the bootstrap runs: one line
+    if a.compare and (len(a.compare.split(",")) != 2 or any(n not in metrics for n in a.compare.split(","))):
+        raise InputError(f"--compare: expected two of the --metric columns as A,B, found {a.compare!r}")
+    _check_plot(a)  # after the inputs are read (registered): the picture may not replace one of them
     if pairs is not None and pairs.num_rows == 0:
         raise InputError(f"{a.pairs}: no rows; expected judged segments")
     if a.wmt_style:
