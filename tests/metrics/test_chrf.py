@@ -300,3 +300,15 @@ def test_metric_pickles_for_spark_workers():
     metric = from_options(word_order=2, beta=1)
     assert pickle.loads(pickle.dumps(metric)) == metric
     assert [f.name for f in metric.output_fields(False)] == ["chrf"]
+
+
+def test_bad_calls_raise_input_error():
+    """A misspelt option (sacrebleu-style nc=) and references=None raised TypeError."""
+    from kbest_bleu.errors import InputError
+    from kbest_bleu.metrics.chrf import corpus_chrf, sentence_chrf
+    with pytest.raises(InputError, match="unknown option.*nc"):
+        sentence_chrf("a b", ["a b"], nc=3)
+    with pytest.raises(InputError, match="unknown option.*order"):
+        corpus_chrf(["a b"], [["a b"]], order=3)
+    with pytest.raises(InputError, match="references: expected a string or a list of strings"):
+        sentence_chrf("a b", None)

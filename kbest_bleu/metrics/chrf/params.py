@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import Any
 
 from ...config import __version__
 from ...errors import InputError
@@ -73,11 +74,14 @@ def _order(value: object, option: str, default: int) -> int:
 
 
 def chrf_params(char_order: int = CHAR_ORDER, word_order: int = 0, beta: float = 2, whitespace: bool = False,
-                lowercase: bool = False, eps_smoothing: bool = False) -> ChrfParams:
-    """Validated :class:`ChrfParams`; :class:`~kbest_bleu.errors.InputError` for a bad option.
+                lowercase: bool = False, eps_smoothing: bool = False, **unknown: Any) -> ChrfParams:
+    """Validated :class:`ChrfParams`; :class:`~kbest_bleu.errors.InputError` for a bad or unknown option.
 
     ``beta`` may be an integer or a float (a float with an integral value becomes that integer, so
     that the name reads ``chrF2`` as sacrebleu's does)."""
+    if unknown:  # the functions pass their keyword options on: a misspelt one is named, as BleuConfig does
+        raise InputError(f"chrF: unknown option(s) {', '.join(sorted(unknown))}; expected some of char_order, "
+                         "word_order, beta, whitespace, lowercase, eps_smoothing")
     nc = _order(char_order, "char_order", CHAR_ORDER)
     nw = _order(word_order, "word_order", 0)
     if nc + nw == 0:

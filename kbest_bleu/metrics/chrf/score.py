@@ -239,6 +239,9 @@ def sentence_chrf(hypothesis: str, references: str | list[str], params: ChrfPara
                   **options: Any) -> float:
     """chrF (0-1) of one hypothesis against one reference or a list of them (sacrebleu's
     ``CHRF(...).sentence_score(hypothesis, references).score / 100``)."""
+    if not isinstance(references, (str, list, tuple)):
+        raise InputError(f"references: expected a string or a list of strings, found {type(references).__name__} "
+                         f"({references!r:.60})")
     refs = [references] if isinstance(references, str) else list(references)
     return float(chrf_segments([hypothesis], [refs], np.array([0, 1], np.int64), params, **options).score[0])
 
