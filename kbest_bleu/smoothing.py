@@ -208,7 +208,10 @@ def sacrebleu_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):
     include = present if eff else None
     bleu = _geometric(p, include, _weights(cfg), renormalize=eff)
     bp = _brevity_penalty(c, r)
-    return np.where(m[:, :cfg.max_order].sum(1) > 0, bp * bleu, 0.0), p, bp
+    matched = m[:, :cfg.max_order].sum(1) > 0
+    if not matched.all():  # sacrebleu stops before smoothing: its precisions are reported as 0
+        p = np.where(matched[:, None], p, 0.0)
+    return np.where(matched, bp * bleu, 0.0), p, bp
 
 
 def nltk_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the presets share one signature)

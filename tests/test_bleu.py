@@ -66,3 +66,15 @@ def test_zero_references_and_empty_strings_are_valid():
 def test_bad_input_is_explained(call, match):
     with pytest.raises(kb.InputError, match=match):
         call()
+
+
+@pytest.mark.parametrize("smoothing", ["exp", "floor", "add-k", "none"])
+def test_no_match_at_all_reports_sacrebleus_zero_precisions(smoothing):
+    """sacrebleu stops before smoothing when nothing matches: its precisions read 0 (ours read the
+    smoothed values, 12.5/12.5/0/0 here, the score and BP the same)."""
+    from sacrebleu.metrics import BLEU
+    hyps, refs = ["dog dog", "foo bar"], ["the cat sat", "baz qux"]
+    want = BLEU(smooth_method=smoothing).corpus_score(hyps, [refs])
+    got = kb.corpus_bleu(hyps, [[r] for r in refs], smoothing=smoothing)
+    assert [100 * p for p in got.precisions] == want.precisions == [0.0] * 4
+    assert 100 * got.score == want.score and got.bp == pytest.approx(want.bp, rel=1e-15)
