@@ -103,12 +103,19 @@ def _pseudo_pointers(pseudo_references: Any, pseudo_segments: Any, seg_ptr: np.n
 
 
 def _weights(p: Optional[np.ndarray], sizes: np.ndarray, where: str) -> np.ndarray:
-    """Each pseudo-reference's weight: ``p``, checked, or uniform within its segment."""
+    """Each pseudo-reference's weight: ``p``, checked, or uniform within its segment. A segment
+    with pseudo-references whose weights are all 0 has no expected utility (refused, as chrF's
+    aggregate refuses it: utilities of 0 would pick its first row silently)."""
     n = int(sizes.sum())
     w = np.repeat(1.0 / np.maximum(sizes, 1), sizes) if p is None else np.asarray(p, float)
     if w.shape != (n,) or not (np.isfinite(w) & (w >= 0)).all():
         raise InputError(f"{where}: probabilities: expected {n} finite non-negative numbers (one per "
                          f"pseudo-reference), found shape {w.shape}")
+    totals = np.bincount(np.repeat(np.arange(len(sizes)), sizes), w, minlength=len(sizes))
+    empty = (sizes > 0) & ~(totals > 0)
+    if empty.any():
+        raise InputError(f"{where}: probabilities: segment {int(np.flatnonzero(empty)[0])} has pseudo-references but "
+                         "their weights are all 0; expected a positive weight in every segment")
     return w
 
 

@@ -118,3 +118,15 @@ def test_mismatched_pseudo_segments_are_refused():
         pairwise_bleu(["a", "b"], [0, 3], pseudo_references=["a"], pseudo_ptr=[0, 1])  # row 2 would be a sample
     with pytest.raises(InputError, match="one per pseudo-reference"):
         mbr_select(["a", "b"], [0, 0], [0.5], pseudo_references=["a", "b"], pseudo_segments=[0, 0])
+
+
+def test_a_segment_whose_weights_are_all_zero_is_refused():
+    """Its expected utilities were 0 and its first row was selected; aggregate_chrf refused it."""
+    from kbest_bleu.metrics.chrf.mbr import aggregate_chrf
+    hyps, seg = ["a b", "a c", "d e", "d f"], [0, 0, 1, 1]
+    for call in (lambda: mbr_select(hyps, seg, [0.0, 0.0, 0.5, 0.5]), lambda: aggregate_bleu(hyps, seg, [0, 0, 0, 1])):
+        with pytest.raises(InputError, match="segment 0 has pseudo-references but their weights are all 0"):
+            call()
+    with pytest.raises(InputError, match="segment 0 has candidates but no pseudo-reference of positive weight"):
+        aggregate_chrf(hyps, [0, 2, 4], weights=[0, 0, 0, 1])
+    assert list(mbr_select(hyps, seg, [0.25, 0.0, 0.5, 0.5])[0]) == [0, 2]  # one positive weight is enough
