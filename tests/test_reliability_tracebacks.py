@@ -294,3 +294,12 @@ def test_an_nbest_file_opening_with_a_byte_order_mark(tmp_path, capsys):
         assert rc == 0, err
         outs.append(pq.read_table(out))
     assert outs[0].equals(outs[1])
+
+
+@pytest.mark.parametrize("option", [["--chrf-beta", "nan"], ["--chrf-char-order", "-3"], ["--bleu2vec-weights", "nan"],
+                                    ["--chrf-lowercase"]])
+def test_an_option_of_a_metric_not_selected_is_refused(kbest, tmp_path, capsys, option):
+    """--chrf-beta nan without chrf in --metric was accepted and ignored (exit 0)."""
+    rc, err = _run(capsys, "score", kbest, "-o", tmp_path / "o.parquet", *option)
+    _one_line(rc, err, option[0], "which --metric 'bleu' does not select")
+    assert not (tmp_path / "o.parquet").exists()

@@ -48,6 +48,13 @@ def _metrics(a: argparse.Namespace) -> tuple[bool, list]:
     if unknown or not names:
         raise InputError(f"--metric: expected a comma-separated list of metrics from {', '.join(REGISTRY)} "
                          f"(any order, any one alone); found {a.metric!r}")
+    read = set(names) | {m for n in names if n in REGISTRY and n != "bleu"
+                         for m in getattr(import_module(f"kbest_bleu.metrics.{n}.cli"), "OPTIONS_FROM", ())}
+    for metric, options in getattr(a, "metric_options", {}).items():
+        given = [option for dest, option, default in options if getattr(a, dest) != default]
+        if metric not in read and given:  # it would be ignored: a typo in --metric, or a leftover
+            raise InputError(f"{given[0]}: an option of {metric}, which --metric {a.metric!r} does not select; add "
+                             f"{metric} to --metric or leave {given[0]} out")
     if "bleu" not in names and a.also_smoothing:
         raise InputError("--also-smoothing: adds BLEU columns, but --metric has no bleu; add it (--metric "
                          f"bleu,{a.metric}) or leave --also-smoothing out")
@@ -288,6 +295,9 @@ def _score_parser(sub) -> None:
                    help=f"comma-separated metrics, each adding its columns, any order, any one alone: bleu, "
                         f"{', '.join(METRICS)}")
     scoring_options(p)
+    own = {}  # each metric's options: (dest, option string, default), for _metrics' check
     for name in METRICS:
-        import_module(f"kbest_bleu.metrics.{name}.cli").add_score_options(p.add_argument_group(f"{name} options"))
-    p.set_defaults(func=_cmd_score)
+        group = p.add_argument_group(f"{name} options")
+        import_module(f"kbest_bleu.metrics.{name}.cli").add_score_options(group)
+        own[name] = [(x.dest, x.option_strings[0], x.default) for x in group._group_actions]
+    p.set_defaults(func=_cmd_score, metric_options=own)

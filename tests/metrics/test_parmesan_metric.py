@@ -105,3 +105,20 @@ def test_sentence_parmesan_one_pair(demo, table_path):
     assert sentence_parmesan(d["hyp"], d["ref"], table) == meteor_rows([d["hyp"]], [[d["paraphrased_ref"]]]).score[0]
     both = sentence_parmesan(d["hyp"], [demo[1]["ref"], d["ref"]], table, meteor_params("cz"))
     assert both == meteor_rows([d["hyp"]], [[d["paraphrased_ref"]]], meteor_params("cz")).score[0]
+
+
+def test_parmesan_alone_takes_meteors_options_on_the_command_line(tmp_path, table_path, capsys):
+    """Parmesan scores with Meteor: --meteor-lower with --metric parmesan alone is Parmesan's option
+    too (an option of a metric not selected is refused: parmesan.cli.OPTIONS_FROM)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kbest_bleu.cli import main
+    src = tmp_path / "k.parquet"
+    pq.write_table(pa.table({"segment_id": [0], "hypothesis": ["The cat sat"], "references": [["the cat sat"]]}), src)
+    for lower, want in ((False, None), (True, 1.0)):
+        out = tmp_path / f"o{lower}.parquet"
+        assert main(["score", str(src), "-o", str(out), "-q", "--metric", "parmesan", "--paraphrases", str(table_path),
+                     *(["--meteor-lower"] if lower else [])]) == 0, capsys.readouterr().err
+        got = pq.read_table(out)["parmesan"][0].as_py()
+        assert (got == want) if want is not None else got < 1.0

@@ -31,6 +31,11 @@ def add_score_options(group: argparse._ArgumentGroup) -> None:
                                     "(list of strings per token, or one space-separated string)")
 
 
+# the metrics whose ``score`` options this one reads too (kbest_bleu.cli.score checks that every
+# option given belongs to a selected metric)
+OPTIONS_FROM = ("meteor",)
+
+
 def metric_options(args: argparse.Namespace) -> dict:
     """The keyword options of :func:`kbest_bleu.metrics.parmesan.from_options` from parsed ``args``."""
     # --lang and the --meteor-* options belong to Meteor's group: Parmesan scores with Meteor (exact)
