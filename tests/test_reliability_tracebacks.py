@@ -303,3 +303,20 @@ def test_an_option_of_a_metric_not_selected_is_refused(kbest, tmp_path, capsys, 
     rc, err = _run(capsys, "score", kbest, "-o", tmp_path / "o.parquet", *option)
     _one_line(rc, err, option[0], "which --metric 'bleu' does not select")
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_options_that_would_be_ignored_are_refused(kbest, tmp_path, capsys):
+    """Each of these ran with exit 0 and the option silently dropped (or, for -r on a table with
+    references, the table's references silently replaced: BLEU 14.50 -> 0.0)."""
+    refs = tmp_path / "refs.txt"
+    refs.write_text("something else entirely\n")
+    out = tmp_path / "o.parquet"
+    cases = [(["score", kbest, "-o", out, "--seg-col", ""], "--seg-col: expected comma-separated column names"),
+             (["score", kbest, "-o", out, "--master", "local[2]"], "--master: an option of --engine spark"),
+             (["score", kbest, "-o", out, "--spark-log", tmp_path / "s.log"], "--spark-log: an option of --engine"),
+             (["score", kbest, "-o", out, "-r", refs], "--refs", "has references already"),
+             (["mbr", kbest, "-o", out, "--temperature", "0.5"], "--temperature: softens the model scores")]
+    for argv, *words in cases:
+        rc, err = _run(capsys, *argv)
+        _one_line(rc, err, *words)
+        assert not out.exists()

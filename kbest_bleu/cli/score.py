@@ -77,6 +77,9 @@ def _cmd_score(a: argparse.Namespace) -> int:
     from ..files.readers import input_format, kbest_to_parquet, sort_segments
     from ..files.references import Columns, ReferenceTable
     _logging(a.quiet)
+    if a.engine != "spark" and (a.master != "local[*]" or a.spark_log):  # options of the Spark engine alone
+        raise InputError(f"{'--master' if a.master != 'local[*]' else '--spark-log'}: an option of --engine spark; "
+                         "add --engine spark or leave it out")
     cfg = config_from(a)
     bleu, metrics = _metrics(a)
     if a.plot:
@@ -132,6 +135,9 @@ def _cmd_score(a: argparse.Namespace) -> int:
                 if found != len(refs.index):
                     raise InputError(f"{given}: {found} segments ({len(ids)} lines), but --refs {a.ref_file[0]} has "
                                      f"{len(refs.index)} lines; expected one reference line per segment")
+        if refs is not None and a.ref_col in pq.read_schema(src).names:  # two sources of references: say which
+            raise InputError(f"{'--ref-table' if a.ref_table else '--refs'}: {given} has references already (column "
+                             f"{a.ref_col!r}), which they would replace; leave the option out, or drop the column")
         out = Path(tmp) / "out.parquet" if a.output == "-" or a.to else a.output
         converted = src
         try:
