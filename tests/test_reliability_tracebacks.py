@@ -2,7 +2,7 @@
 that names the option or file, with every input left as it was and nothing written.
 
 Side files of every kind (paraphrase tables, synonyms, function words, training corpora, models)
-go through one guard, :func:`kbest_bleu.files.output.reading`: the same hostile bytes (not
+go through one guard, :func:`kbest_bleu.files.inputs.reading`: the same hostile bytes (not
 UTF-8, a truncated .gz, a header that claims more than memory holds) are tried on each.
 """
 

@@ -23,7 +23,8 @@ from ..counting import numpy_engine_suits
 from ..counting.threads import thread_count
 from ..encode import check_segment_keys, check_utf8
 from ..errors import InputError
-from ..files.output import atomic_output, check_finite, check_output, register_input
+from ..files.output import atomic_output, check_finite, check_output
+from ..files.inputs import register_input
 from ..files.readers import seekable, unreadable
 from ..files.references import Columns, ReferenceTable, require_columns
 from ..metrics.base import Metric

@@ -63,7 +63,8 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..files.output import check_declared_outputs, command_scope, install_signal_handlers
+    from ..files.inputs import check_declared_outputs, command_scope
+    from ..files.output import install_signal_handlers
     argv = sys.argv[1:] if argv is None else list(argv)
     with command_scope():  # the files the command reads, registered as the options are parsed and files opened
         return _run(argv, check_declared_outputs, install_signal_handlers)
@@ -91,7 +92,7 @@ def _run(argv: list, check_declared_outputs, install_signal_handlers) -> int:
         print(f"kbest-bleu {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except UnicodeDecodeError as exc:  # bytes Arrow decodes late, as a parquet file's column names
-        from ..files.output import registered_inputs
+        from ..files.inputs import registered_inputs
         where = ", ".join(repr(path) for path, _ in registered_inputs()) or "an input"
         print(f"kbest-bleu {args.command}: error: {where}: holds a name or text that is not valid UTF-8 (byte "
               f"{exc.object[exc.start:exc.start + 1].hex()}); rewrite it in UTF-8 (a column name, when a tool let the "

@@ -145,10 +145,10 @@ decimals_int = int_range(0, 17, "a number of decimals from 0 to 17")
 
 def reads(option: str) -> Callable[[str], str]:
     """An argparse ``type`` for an option naming a file or directory the command reads: the path is
-    registered with the output guard (:func:`kbest_bleu.files.output.register_input`), so that no
+    registered with the output guard (:func:`kbest_bleu.files.inputs.register_input`), so that no
     output of the command may replace it (checked before anything is read)."""
     def path(text: str) -> str:
-        from ..files.output import register_input
+        from ..files.inputs import register_input
         register_input(text, option)
         return text
     path.__name__ = "path"
@@ -157,9 +157,10 @@ def reads(option: str) -> Callable[[str], str]:
 
 def writes(option: str) -> Callable[[str], str]:
     """An argparse ``type`` for an option naming an output: declared to the output guard
-    (:func:`kbest_bleu.files.output.declare_output`), which refuses it when it is an input."""
+    (:func:`kbest_bleu.files.inputs.declare_output`), which refuses it when it is an input."""
     def path(text: str) -> str:
-        from ..files.output import check_output, declare_output
+        from ..files.output import check_output
+        from ..files.inputs import declare_output
         if text == "-":  # stdout: open, or the job would run for nothing
             try:
                 check_output(text, (), option)

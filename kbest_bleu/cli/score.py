@@ -73,7 +73,8 @@ def _cmd_score(a: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
     from ..batch.parquet import score_parquet
-    from ..files.output import register_input, temporary_directory
+    from ..files.output import temporary_directory
+    from ..files.inputs import register_input
     from ..files.readers import input_format, kbest_to_parquet, sort_segments
     from ..files.references import Columns, ReferenceTable
     _logging(a.quiet)

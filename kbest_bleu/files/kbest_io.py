@@ -19,7 +19,7 @@ import pyarrow as pa
 from .. import settings
 from ..arrays import from_numpy, from_strings
 from ..errors import InputError
-from .output import register_input
+from .inputs import register_input
 
 __all__ = ["BOOL", "FLOAT", "FLOATS", "INT", "STRING", "STRINGS", "RowBatches", "column_names", "parse_float",
            "score_text", "segments", "text_lines", "write_batches"]

@@ -1,11 +1,9 @@
 """The output guard: one place for every file a command writes (docs/failure_behaviour.md).
 
-- **Inputs are never overwritten.** While a command runs (:func:`command_scope`, entered by
-  ``cli.main``), every reader of :mod:`kbest_bleu.files` and of the metrics registers the path it
-  opens (:func:`register_input`). An output that is one of them, by resolved path or by the same
-  inode (``st_dev``, ``st_ino``: hard links too), is refused with one line (exit status 2): when
-  the output is opened, and again right before it is renamed into place, so an input read during
-  the job is covered too.
+- **Inputs are never overwritten.** An output that is one of the command's inputs
+  (:mod:`kbest_bleu.files.inputs`: by resolved path or by the same inode, hard links too) is
+  refused with one line (exit status 2): when the output is opened, and again right before it is
+  renamed into place, so an input read during the job is covered too.
 - **Atomic outputs.** An output goes to a temporary name beside its target and is renamed over it
   only when the job succeeds, so a failed, interrupted or disk-full job leaves the old file (or
   nothing) behind; a replaced file keeps its permission bits.
@@ -43,18 +41,14 @@ from typing import BinaryIO, Iterator, Optional, Sequence
 
 from .. import settings
 from ..errors import InputError
+from .inputs import clash, describe, refuse
 
-__all__ = ["TEMP_MARK", "atomic_output", "check_declared_outputs", "check_finite", "check_output", "command_scope",
-           "copy_to_stdout", "declare_output", "install_signal_handlers", "live_temporaries", "open_log", "reading",
-           "register_input", "registered_inputs", "remove_stale_temporaries", "temporary_directory", "write_all"]
+__all__ = ["TEMP_MARK", "atomic_output", "check_finite", "check_output", "copy_to_stdout", "install_signal_handlers",
+           "live_temporaries", "open_log", "remove_stale_temporaries", "temporary_directory", "write_all"]
 
 TEMP_MARK = ".kbest-tmp-"
 _OWNER = re.compile(re.escape(TEMP_MARK) + r"(\d+)(?:\.([0-9a-f]{8}))?")
 _LIVE: set = set()  # temporaries of this process not yet renamed or removed (files or directories)
-_LOCK = threading.Lock()
-_SCOPE = {"depth": 0, "checked": False}
-_INPUTS: dict = {}  # realpath or (st_dev, st_ino) -> (path as given, option that named it)
-_OUTPUTS: list = []  # (path, option) of the outputs named on the command line
 
 
 def _host() -> str:
@@ -71,173 +65,7 @@ def live_temporaries() -> frozenset:
     return frozenset(_LIVE)
 
 
-# ---- what the command reads ---------------------------------------------------------------------
-
-@contextlib.contextmanager
-def command_scope() -> Iterator[None]:
-    """The span of one command: paths given to :func:`register_input` inside it are the inputs
-    every output is checked against. Outside any scope (a library call) registration does nothing
-    and only the ``inputs`` passed to :func:`check_output` count."""
-    with _LOCK:
-        _SCOPE["depth"] += 1
-    try:
-        yield
-    finally:
-        with _LOCK:
-            _SCOPE["depth"] -= 1
-            if not _SCOPE["depth"]:
-                _INPUTS.clear()
-                _OUTPUTS.clear()
-                _SCOPE["checked"] = False
-
-
-def _keys(path: "str | os.PathLike") -> list:
-    """The resolved path and, for an existing file, its (device, inode)."""
-    keys: list = [os.path.realpath(path)]
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return keys
-    keys.append((st.st_dev, st.st_ino))
-    return keys
-
-
-def register_input(path: "Optional[str | os.PathLike]", option: str = "input") -> None:
-    """Record that the running command reads ``path`` (named by ``option`` on the command line), so
-    that no output may replace it. ``None`` and ``-`` (stdin) are ignored, and so is everything
-    outside :func:`command_scope`."""
-    if path is None or not _SCOPE["depth"]:
-        return
-    text = os.fspath(path)
-    if text in ("", "-"):
-        return
-    keys = _keys(text)
-    for key in keys:
-        with _LOCK:
-            _INPUTS.setdefault(key, (text, option))
-    if _SCOPE["checked"]:  # read after the early check (check_declared_outputs): checked against stdout now
-        _check_stdout(text, option, keys)
-
-
-def _stdout_file() -> Optional[tuple]:
-    """(st_dev, st_ino) of standard output when it is a regular file (``> FILE``, ``>> FILE``,
-    ``1<> FILE``), else None (a terminal, a pipe, a caller's capture)."""
-    try:
-        st = os.fstat(sys.stdout.fileno())
-    except (AttributeError, ValueError, OSError):  # closed, or a stream without a descriptor
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
-
-
-def _check_stdout(text: str, option: str, keys: list) -> None:
-    """Refuse an input that is the file standard output is redirected to: what the command prints
-    (``-o -``, a results table) would be written over it (``1<>``) or appended to it (``>>``)."""
-    out = _stdout_file()
-    if out is not None and out in keys:
-        named = "" if option == "input" else f" ({option})"
-        raise InputError(f"{text!r}{named}: is the file standard output is redirected to; what the command "
-                         "prints would be written into the input; redirect standard output to another file")
-
-
-def declare_output(path: "Optional[str | os.PathLike]", option: str = "-o") -> None:
-    """Record an output named on the command line (inside :func:`command_scope`), so that
-    :func:`check_declared_outputs` can refuse it before anything is read."""
-    if path is not None and _SCOPE["depth"] and os.fspath(path) != "":
-        with _LOCK:
-            _OUTPUTS.append((os.fspath(path), option))
-
-
-def check_declared_outputs() -> None:
-    """The early check, before the command reads anything (:func:`atomic_output` checks again
-    later): raise :class:`InputError` for the first declared output that is a registered input,
-    for two outputs that are one file (or both standard output), and for an input that standard
-    output is redirected to. Inputs registered from now on are checked against standard output
-    as they are registered."""
-    with _LOCK:
-        outputs = list(_OUTPUTS)
-        inputs = dict(_INPUTS)
-        _SCOPE["checked"] = True
-    written: dict = {}
-    for path, option in outputs:
-        keys = ["-"] if path == "-" else _keys(path)
-        if path != "-":
-            clash = _clash(Path(path), ())
-            if clash is not None:
-                _refuse(path, option, clash)
-        for key in keys:
-            if key in written and written[key][1] != option:
-                first, by = written[key]
-                raise InputError(f"{option} {_describe(path)}: is also the output of {by} ({_describe(first)}); "
-                                 "each output needs a path of its own")
-            written.setdefault(key, (path, option))
-    out = _stdout_file()
-    if out is not None and out in inputs:
-        _check_stdout(*inputs[out], [out])
-
-
-def _refuse(dst: "Path | str", option: str, clash: tuple) -> None:
-    src, named = clash
-    by = "" if named == "input" else f"{named}; "
-    raise InputError(f"{option} {_describe(dst)}: the output path is the input file {src!r} ({by}the same file "
-                     "after resolving links); writing it would destroy the input; choose a new output path")
-
-
-@contextlib.contextmanager
-def reading(path: "str | os.PathLike", what: str, expected: str = "a readable UTF-8 text file") -> Iterator[None]:
-    """The one guard for reading a side file (paraphrase tables, synonyms, function words, corpora,
-    models): ``path`` is registered as an input (:func:`register_input`), and what reading it
-    raises for a bad file (invalid UTF-8, a truncated or corrupt .gz/.bz2/.xz/zip, a file too big for
-    memory, a missing or unreadable file, Arrow's parse errors) becomes one :class:`InputError`
-    naming ``what`` (the option), the file and ``expected``."""
-    import gzip
-    import lzma
-    import zipfile
-    register_input(path, what)
-    where = f"{what} {os.fspath(path)!r}"
-    try:
-        yield
-    except InputError:
-        raise
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: is not valid UTF-8 (byte {exc.object[exc.start:exc.start + 1].hex()} where text "
-                         f"was expected); expected {expected}; re-encode it as UTF-8") from None
-    except (EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError, zipfile.BadZipFile) as exc:
-        raise InputError(f"{where}: could not be decompressed ({type(exc).__name__}: {exc}); expected a complete "
-                         f"compressed file holding {expected}") from None
-    except MemoryError:
-        raise InputError(f"{where}: does not fit in memory (a corrupt header or a file far larger than expected); "
-                         f"expected {expected}") from None
-    except OSError as exc:
-        raise InputError(f"{where}: could not read it ({exc.strerror or exc}); expected {expected}") from None
-    except ValueError as exc:  # pyarrow's ArrowInvalid (a parse error), numbers that do not parse
-        raise InputError(f"{where}: could not be read ({str(exc).splitlines()[0][:200]}); expected "
-                         f"{expected}") from None
-
-
-def registered_inputs() -> list:
-    """(path, option) of every input registered in the running command, in no particular order."""
-    with _LOCK:
-        return sorted(set(_INPUTS.values()))
-
-
-def _clash(target: Path, inputs: Sequence) -> Optional[tuple]:
-    """(path, option) of the input that ``target`` would overwrite, or None."""
-    mine = _keys(target)
-    for src in inputs:
-        if src is not None and str(src) != "-" and set(_keys(src)) & set(mine):
-            return str(src), "input"
-    with _LOCK:
-        for key in mine:
-            if key in _INPUTS:
-                return _INPUTS[key]
-    return None
-
-
 # ---- output paths -------------------------------------------------------------------------------
-
-def _describe(path: "Path | str") -> str:
-    return "the current directory" if str(path) == "." else f"{str(path)!r}"
-
 
 def _stdout_fd() -> Optional[int]:
     """stdout's file descriptor; None for a stream without one (an in-process caller's capture)."""
@@ -275,23 +103,23 @@ def check_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLik
                          "is written through a link only to an existing file; remove the link or create its target")
     if dst.is_dir():
         kind = "a dataset directory that does not exist yet" if directory else "a file path"
-        raise InputError(f"{option} {_describe(dst)}: is an existing directory; expected {kind} "
+        raise InputError(f"{option} {describe(dst)}: is an existing directory; expected {kind} "
                          f"(e.g. {os.path.join(text, 'scored.parquet') if not directory else text.rstrip('/') + '_new'})")
     if directory and dst.exists():
-        raise InputError(f"{option} {_describe(dst)}: already exists; choose a new output directory")
+        raise InputError(f"{option} {describe(dst)}: already exists; choose a new output directory")
     real = Path(os.path.realpath(dst)) if dst.is_symlink() else dst
     parent = real.parent if str(real.parent) else Path(".")
     if not parent.is_dir():
-        raise InputError(f"{option} {_describe(dst)}: the directory {str(parent)!r} does not exist; create it first "
+        raise InputError(f"{option} {describe(dst)}: the directory {str(parent)!r} does not exist; create it first "
                          "or choose another output path")
     # the temporary is made and renamed in the directory: checked now, not after the job (an
     # existing device or FIFO is written in place)
     if not (_is_special(dst) and not directory) and not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {_describe(dst)}: the directory {str(parent)!r} is not writable (permissions or a "
+        raise InputError(f"{option} {describe(dst)}: the directory {str(parent)!r} is not writable (permissions or a "
                          "read-only file system); choose a writable output path")
-    clash = _clash(dst, inputs)
-    if clash is not None:
-        _refuse(dst, option, clash)
+    found = clash(dst, inputs)
+    if found is not None:
+        refuse(dst, option, found)
     return dst
 
 
@@ -487,7 +315,7 @@ def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLi
     try:
         yield tmp
         if not tmp.exists():
-            raise InputError(f"{option} {_describe(dst)}: nothing was written")
+            raise InputError(f"{option} {describe(dst)}: nothing was written")
         if not directory:  # an input read during the job is refused too
             check_output(dst, inputs, option)
         with contextlib.suppress(OSError):  # a replaced file keeps its permission bits
@@ -495,7 +323,7 @@ def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLi
                 os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))
         os.replace(tmp, real)
     except OSError as exc:  # the machine, not the input (exit 1): the message names the file
-        raise OSError(exc.errno, f"{option} {_describe(dst)}: could not write the output ({exc.strerror or exc}); "
+        raise OSError(exc.errno, f"{option} {describe(dst)}: could not write the output ({exc.strerror or exc}); "
                       "the previous file, if any, is unchanged; free space or choose a writable path") from None
     finally:
         _LIVE.discard(tmp)

@@ -30,7 +30,8 @@ from ..arrays import from_numpy, to_numpy
 from ..errors import InputError
 from .formats import STREAMED, TOOL_FORMATS, detect, iter_batches
 from .kbest_io import write_batches
-from .output import register_input, temporary_directory
+from .output import temporary_directory
+from .inputs import register_input
 from .references import META_SEGMENT, read_lines
 
 __all__ = ["COMPRESSED", "FORMATS", "input_format", "iter_kbest", "kbest_to_parquet", "local_copy", "read_kbest",

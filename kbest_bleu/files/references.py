@@ -15,7 +15,7 @@ import pyarrow as pa
 from .. import arrow_compute as pc
 from ..encode import key_labels, references_array
 from ..errors import InputError
-from .output import register_input
+from .inputs import register_input
 
 # the scored table's metadata key naming its segment columns (so that --sort and readers find them)
 META_SEGMENT = b"kbest_bleu.segment"

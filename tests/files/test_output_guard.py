@@ -27,7 +27,7 @@ import pytest
 
 from kbest_bleu.cli import main
 from kbest_bleu.errors import InputError
-from kbest_bleu.files import output
+from kbest_bleu.files import inputs, output
 from kbest_bleu.files.output import TEMP_MARK
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "extensions"
@@ -139,25 +139,25 @@ def test_an_input_read_during_the_job_is_refused_at_the_rename(tmp_path):
     opened (a model loaded late) still cannot be replaced, and the target is left as it was."""
     target = tmp_path / "model.bin"
     target.write_bytes(b"weights")
-    with output.command_scope():
+    with inputs.command_scope():
         with pytest.raises(InputError, match="--embeddings"):
             with output.atomic_output(target) as tmp:
                 tmp.write_bytes(b"scores")
-                output.register_input(target, "--embeddings")
+                inputs.register_input(target, "--embeddings")
     assert target.read_bytes() == b"weights" and sorted(p.name for p in tmp_path.iterdir()) == ["model.bin"]
 
 
 def test_registration_is_scoped_to_one_command(tmp_path):
     src = tmp_path / "x.txt"
     src.write_text("x\n")
-    output.register_input(src, "outside")  # a library call: nothing recorded
+    inputs.register_input(src, "outside")  # a library call: nothing recorded
     assert output.check_output(src) == src  # (the library's own `inputs` argument is what counts there)
-    with output.command_scope():
-        output.register_input(src, "--refs")
-        assert output.registered_inputs() == [(str(src), "--refs")]
+    with inputs.command_scope():
+        inputs.register_input(src, "--refs")
+        assert inputs.registered_inputs() == [(str(src), "--refs")]
         with pytest.raises(InputError, match="--refs"):
             output.check_output(tmp_path / "." / "x.txt")
-    assert output.registered_inputs() == []
+    assert inputs.registered_inputs() == []
 
 
 def test_convert_export_and_tune_refuse_their_inputs(files, tmp_path, private_tmp, capsys):

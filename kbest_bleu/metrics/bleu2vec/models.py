@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 
 from ...arrays import string_buffers
 from ...errors import InputError, install_extra
-from ...files.output import atomic_output, reading, register_input, temporary_directory
+from ...files.output import atomic_output, temporary_directory
+from ...files.inputs import reading, register_input
 
 __all__ = ["Embeddings", "from_arrays", "joint_epoch", "load_embeddings", "ngram_tokens", "read_corpus",
            "train"]

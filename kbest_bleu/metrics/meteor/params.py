@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from ...errors import InputError
-from ...files.output import reading
+from ...files.inputs import reading
 from .normalize import NBP_FILES
 
 __all__ = ["MeteorParams", "meteor_params", "read_function_words"]
@@ -81,7 +81,7 @@ def _shipped_words(name: str) -> frozenset:
 
 def read_function_words(path: str | Path) -> frozenset:
     """A function-word file as the jar reads it (``-s FILE``): one word per line, UTF-8, kept as is."""
-    # one guard (files.output.reading): registered as an input; a missing, unreadable or non-UTF-8
+    # one guard (files.inputs.reading): registered as an input; a missing, unreadable or non-UTF-8
     # file is one InputError naming the option
     with reading(path, "Meteor function words (--meteor-function-words)", "a UTF-8 file with one word per line"):
         return frozenset(Path(path).read_text("utf-8").splitlines())

@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 
 from ... import settings
 from ...errors import InputError
-from ...files.output import atomic_output, reading
+from ...files.output import atomic_output
+from ...files.inputs import reading
 from .analyze import analyze_words
 
 __all__ = ["CompiledTable", "ParaphraseTable", "build_table", "compile_table", "read_meteor_pairs",
