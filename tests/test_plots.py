@@ -145,7 +145,7 @@ def test_score_plot_draws_png_and_svg_and_keeps_the_job(tmp_path, capsys):
     (["--plot", "x.jpg"], "expected a file name ending in"),
     (["--plot", "x.png", "--metric", "meteor"], "add bleu to --metric"),
     (["--plot", "x.png", "-s", "5"], "smoothing 5 reads order N+1"),
-    (["--plot", "x.png", "-o", "x.png"], "a picture file of its own"),
+    (["--plot", "x.png", "-o", "x.png"], "each output needs a path of its own"),
     (["--plot", "x.png", "--engine", "spark"], "not with --engine spark"),
 ])
 def test_score_plot_refused_before_the_job(tmp_path, capsys, argv, says):

@@ -85,9 +85,9 @@ def _cmd_score(a: argparse.Namespace) -> int:
     bleu, metrics = _metrics(a)
     if a.plot:
         from ..plots import check_plot_path
-        if a.engine == "spark" or (a.output and Path(a.output).resolve() == Path(a.plot).resolve()):
-            raise InputError("--plot: expected a picture file of its own, beside a single-machine job's -o "
-                             "(not with --engine spark, not the -o file)")
+        if a.engine == "spark":  # (the -o file itself is refused as a second output on one path, before)
+            raise InputError("--plot: draws a single-machine job's scored table, not with --engine spark; leave "
+                             "--engine spark out, or --plot")
         check_plot_path(a.plot, bleu, cfg)
         a.stats = True  # the pictures' corpus BLEU sums the statistics columns
     if metrics or a.engine == "spark":  # long jobs in Python and pyspark: the start-up is a small part
