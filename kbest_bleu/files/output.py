@@ -282,6 +282,10 @@ def _is_special(path: Path) -> bool:
         return False
 
 
+class _WriteFailed(OSError):
+    """A failed write whose message names its output already (:func:`atomic_output`)."""
+
+
 @contextlib.contextmanager
 def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLike"] = (), option: str = "-o",
                   directory: bool = False) -> Iterator[Path]:
@@ -322,9 +326,11 @@ def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLi
             if real.exists() and not directory:
                 os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))
         os.replace(tmp, real)
+    except _WriteFailed:  # an output written inside this one's block (export-moses' second file) named itself
+        raise
     except OSError as exc:  # the machine, not the input (exit 1): the message names the file
-        raise OSError(exc.errno, f"{option} {describe(dst)}: could not write the output ({exc.strerror or exc}); "
-                      "the previous file, if any, is unchanged; free space or choose a writable path") from None
+        raise _WriteFailed(exc.errno, f"{option} {describe(dst)}: could not write the output ({exc.strerror or exc}); "
+                           "the previous file, if any, is unchanged; free space or choose a writable path") from None
     finally:
         _LIVE.discard(tmp)
         _remove(tmp)

@@ -424,3 +424,17 @@ def test_a_log_is_appended_to_checked_as_an_output_or_unnamed(tmp_path):
         f.write(b"x")
         assert os.fstat(f.fileno()).st_nlink == 0  # unnamed
     assert set(tmp_path.iterdir()) == before
+
+
+def test_a_nested_output_that_fails_is_named_once(tmp_path, private_tmp):
+    """export-moses writes --features inside --scores' block: a failed --features was reported as
+    '--scores ...: could not write the output (--features ...: could not write ...)'."""
+    with pytest.raises(OSError) as failed:
+        with output.atomic_output(tmp_path / "scores.txt", (), "--scores") as a:
+            a.write_text("x")
+            with output.atomic_output(tmp_path / "features.txt", (), "--features") as b:
+                b.write_text("y")
+                raise OSError(28, "No space left on device")
+    said = str(failed.value)
+    assert said.count("could not write") == 1 and "--features" in said and "--scores" not in said, said
+    assert [p.name for p in tmp_path.iterdir()] == ["TMPDIR"]  # neither file, no temporary
