@@ -41,8 +41,18 @@ def _completion_text(completion: Any, row: int) -> str:
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    """Whether two rows' references are equal: strings, id lists, arrays or tensors, or lists of
+    them (several references; a list's own == would ask an array of booleans for its truth)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return False
+        try:
+            return bool(a == b)  # strings and ints: one comparison in C
+        except (ValueError, RuntimeError):  # arrays (numpy: ValueError) or tensors (torch: RuntimeError) inside
+            return all(map(_same, a, b))
+    if hasattr(a, "__array__") or hasattr(b, "__array__"):
+        x, y = np.asarray(a), np.asarray(b)
+        return x.shape == y.shape and bool(np.array_equal(x, y))
     return a == b
 
 
@@ -68,6 +78,12 @@ def _text_rewards(completions: Sequence, references: Any, cfg: BleuConfig) -> np
     if len(refs) != len(hyps):
         raise InputError(f"references: expected one entry per completion ({len(hyps)}), found {len(refs)}; a "
                          "dataset column is repeated for each completion of its prompt")
+    for i, r in enumerate(refs):
+        if not (isinstance(r, str) or (isinstance(r, (list, tuple)) and all(isinstance(x, str) for x in r))):
+            raise InputError(f"references: row {i} is {r!r:.60}; expected a reference string or a list of them per "
+                             "completion")
+    if not hyps:  # a batch without completions: no reward
+        return np.zeros(0)
     refs = [[r] if isinstance(r, str) else list(r) for r in refs]
     ptr = _runs(refs)
     segments = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
@@ -83,6 +99,8 @@ def _id_rewards(completion_ids: Any, reference_ids: Any, pad_id: Any, cfg: BleuC
     if len(refs) != n:
         raise InputError(f"reference_ids: expected one entry per completion ({n}), found {len(refs)}; a dataset "
                          "column is repeated for each completion of its prompt")
+    if n == 0:  # a batch without completions: no reward
+        return np.zeros(0)
     ptr = _runs(refs)
     return token_bleu(completion_ids, [refs[i] for i in ptr[:-1]], groups=ptr, pad_id=pad_id, config=cfg)
 

@@ -14,6 +14,7 @@ from nltk.translate.bleu_score import sentence_bleu as nltk_sentence_bleu
 
 from kbest_bleu.errors import InputError
 from kbest_bleu.rewards import bleu_reward, make_bleu_reward
+from kbest_bleu.token_ids import token_bleu
 
 sys.path.insert(0, str(Path(__file__).parent))
 import reference as R  # noqa: E402
@@ -111,3 +112,16 @@ def test_id_reward_padded_tensor_and_several_references():
 def test_bad_input_raises_input_error(call):
     with pytest.raises(InputError):
         call()
+
+
+def test_several_references_as_arrays_and_bad_rows():
+    """Two references per prompt as numpy arrays raised numpy's 'truth value of an array is
+    ambiguous' while finding the groups; a None reference a TypeError; an empty batch an IndexError."""
+    refs = lambda: [np.array([5, 6, 7, 8]), np.array([5, 6, 9])]  # noqa: E731 (fresh arrays per row, as a dataset)
+    completions = [[5, 6, 7, 8], [5, 6, 9], [1, 2, 3]]
+    got = make_bleu_reward(ids=True)(completion_ids=completions, reference_ids=[refs(), refs(), refs()])
+    assert got == token_bleu(completions, [refs()], groups=3).tolist()
+    assert got[:2] == [1.0, 1.0] and got[2] < 0.5
+    with pytest.raises(InputError, match="references: row 0 is None"):
+        bleu_reward(["a b", "c"], references=[None, None])
+    assert bleu_reward([], references=[]) == [] and make_bleu_reward(ids=True)(completion_ids=[], reference_ids=[]) == []
