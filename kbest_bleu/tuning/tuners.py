@@ -88,8 +88,11 @@ def tune_pro(kb: KbestLists, w0: np.ndarray, samples: int = 5000, keep: int = 50
 def _logistic_regression(x: np.ndarray, y: np.ndarray, l2: float = 1e-6, iters: int = 50) -> np.ndarray:
     """Weights of a logistic regression without bias (Newton / IRLS with a tiny L2 for stability)."""
     w = np.zeros(x.shape[1])
+    if not w.size:  # a table without features: nothing to weigh (MIRA and expected BLEU return [] too)
+        return w
     for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        with np.errstate(over="ignore"):  # a large margin: exp overflows to inf and p is 0, as it should be
+            p = 1.0 / (1.0 + np.exp(-(x @ w)))
         grad = x.T @ (p - y) + l2 * w
         hess = (x * (p * (1 - p))[:, None]).T @ x + l2 * np.eye(x.shape[1])
         step = np.linalg.solve(hess, grad)

@@ -314,3 +314,33 @@ def test_tuning_bleu_kernel_is_corpus_bleu(moses):
         zero_orders += want == 0
         assert np.exp(_log_bleu_of_sum(rows[i], rows[j], 4)) == pytest.approx(want, rel=1e-12, abs=1e-300)
     assert zero_orders > 0  # the -inf branch was taken
+
+
+@pytest.mark.parametrize("tuner", ["mira", "pro", "ebleu"])
+def test_tuners_on_a_table_without_features(tuner):
+    """PRO ended in 'zero-size array to reduction operation maximum' (exit 1); every tuner now
+    returns no weight, with the BLEU of the first-ranked rows."""
+    import warnings
+    table = pa.table({"segment_id": [0, 0, 1, 1], "hypothesis": ["a b c", "a b d", "e f g", "e f"],
+                      "references": [["a b c"]] * 2 + [["e f g"]] * 2, "features": pa.array([[]] * 4, pa.list_(pa.float64()))})
+    lists = KbestLists.from_table(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no numpy overflow warning from PRO's logistic regression
+        res = {"mira": lambda: tune_mira(lists, np.zeros(0), epochs=2), "pro": lambda: tune_pro(lists, np.zeros(0)),
+               "ebleu": lambda: tune_expected_bleu([lists], np.zeros(0), epochs=2)}[tuner]()
+    assert res.weights.shape == (0,) and res.bleu == pytest.approx(lists.corpus_bleu(lists.one_best(np.zeros(0))))
+
+
+def test_pro_regression_on_separable_pairs_warns_nothing():
+    """Pairs one weight separates: Newton's weight grows until exp(-margin) overflowed with a
+    RuntimeWarning (the weights were finite); the overflow is p = 0, as it should be."""
+    import warnings
+
+    from kbest_bleu.tuning.tuners import _logistic_regression
+    x = np.random.default_rng(0).normal(size=(200, 2)) * 10
+    y = (x @ np.array([1.0, 0.5]) > 0).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        w = _logistic_regression(x, y)
+    cos = w @ np.array([1.0, 0.5]) / np.linalg.norm(w) / np.linalg.norm([1.0, 0.5])
+    assert np.isfinite(w).all() and np.linalg.norm(w) > 10 and cos > 0.99  # the separating direction
