@@ -253,7 +253,8 @@ def _cmd_tune(a: argparse.Namespace) -> int:
     if a.init:
         if len(w0) != n_feat or not np.isfinite(w0).all():
             found = len(w0) if len(w0) != n_feat else f"{int((~np.isfinite(w0)).sum())} not finite (NaN or inf)"
-            raise InputError(f"--init: expected {n_feat} finite weights ({', '.join(lists.feature_names)}), found {found}")
+            raise InputError(f"--init: expected {n_feat} finite weights ({', '.join(lists.feature_names)}), "
+                             f"found {found}")
     elif a.score_col:
         w0 = lists.decoder_weights()
         off = float(np.abs(lists.model_scores(w0) - lists.model_score).max()) if len(lists) else 0.0
@@ -330,7 +331,8 @@ def _tune_parser(sub) -> None:
     p.add_argument("--features-col", default="features", help="list<double> or Moses/Joshua feature string column")
     p.add_argument("--init", help="starting weights, comma-separated (default: fit to --score-col, else zeros)")
     p.add_argument("--score-col", help="the decoder's model score column, to recover its weights as the start")
-    p.add_argument("--epochs", type=int_range(1, 100_000, "a number of epochs from 1 to 100000"), default=60)
+    p.add_argument("--epochs", type=int_range(1, 100_000, "a number of epochs from 1 to 100000"), default=60,
+                   help="training epochs of MIRA (Moses kbmira's default 60) and of expected BLEU (20 from Python)")
     p.add_argument("--c", type=positive_float, default=0.01, help="MIRA C")
     p.add_argument("--lam", type=nonnegative_float, default=10.0, help="expected BLEU L2 weight")
     p.add_argument("--seed", type=seed_int, default=0)

@@ -50,12 +50,16 @@ def _background_bleu(stats9, bg, n):
 
 @njit()
 def _mira_epoch(features, stats9, seg_ptr, order, w, w_sum, n_sum, bg, c_max, decay, n):
-    """One epoch of k-best batch MIRA (Cherry & Foster 2012, Moses kbmira), in place.
+    """One epoch of k-best batch MIRA (Cherry & Foster 2012; hope, fear and update as Moses
+    kbmira), in place.
 
     For each segment (in ``order``): hope = argmax(model + bgBLEU), fear = argmax(model -
     bgBLEU), model = argmax(model); if the hope/fear margin is violated, w += eta (f_hope -
     f_fear) with eta = min(C, loss / ||f_hope - f_fear||^2); bg = decay * (bg + stats of the
-    model's choice); w_sum accumulates w after every segment for the averaged weights.
+    model's choice) after every segment (Chiang et al. 2008's pseudo-document of 1-best
+    translations; kbmira instead adds the hope's statistics, bg = decay * bg + stats, and only
+    where hope and fear differ: docs/tuning.md); w_sum accumulates w after every segment for
+    the averaged weights (kbmira averages over its updates).
     """
     n_feat = features.shape[1]
     for s in order:
