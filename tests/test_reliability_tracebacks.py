@@ -320,3 +320,14 @@ def test_options_that_would_be_ignored_are_refused(kbest, tmp_path, capsys):
         rc, err = _run(capsys, *argv)
         _one_line(rc, err, *words)
         assert not out.exists()
+
+
+@pytest.mark.parametrize("suffix, sep", [("csv", ","), ("tsv", "\t")])
+def test_a_row_with_a_field_too_many_names_its_line(tmp_path, capsys, suffix, sep):
+    """Arrow's message quoted the row, cut short, without saying where it is."""
+    rows = [["segment_id", "hypothesis", "references"]] + [[str(i // 2), f"h {i}", f"r {i // 2}"] for i in range(40)]
+    rows[23].append("one more")  # line 24 of the file
+    src = tmp_path / f"k.{suffix}"
+    src.write_text("".join(sep.join(r) + "\n" for r in rows))
+    rc, err = _run(capsys, "score", src, "-o", tmp_path / "o.parquet", "-t", "none")
+    _one_line(rc, err, f"k.{suffix}: line 24 has 4 fields where the header has 3")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -29,9 +30,9 @@ from .. import settings
 from ..arrays import from_numpy, to_numpy
 from ..errors import InputError
 from .formats import STREAMED, TOOL_FORMATS, detect, iter_batches
-from .kbest_io import write_batches
-from .output import temporary_directory
 from .inputs import register_input
+from .kbest_io import text_lines, write_batches
+from .output import temporary_directory
 from .references import META_SEGMENT, read_lines
 
 __all__ = ["COMPRESSED", "FORMATS", "input_format", "iter_kbest", "kbest_to_parquet", "local_copy", "read_kbest",
@@ -253,6 +254,15 @@ def _stream_error(path: "str | os.PathLike", fmt: str, exc: Exception, compressi
         return InputError(f"{path}: {at}, more than the {block:,}-byte blocks the {fmt} reader parses; raise the "
                           "block with --block-bytes N or KBEST_BLEU_BLOCK_BYTES=N (bytes), or convert the table to "
                           "parquet (rows of more than MAX_ROW_BYTES, 4 MiB of text, are refused by the job anyway)")
+    fields = re.search(r"CSV parse error: Expected (\d+) columns, got (\d+): (.*)", said)
+    if fields is not None:  # Arrow quotes the row (cut short), not its line: found by a scan of the file
+        want, got, text = fields.groups()
+        text = text[:-4] if text.endswith(" ...") else text
+        line = next((n for n, ln in enumerate(text_lines(path, compression), 1) if text and ln.startswith(text)), None)
+        at = f"line {line}" if line is not None else f"a row after row {row0} (from 0)"
+        return InputError(f"{path}: {at} has {got} fields where the header has {want}; "
+                          + ("quote a field that holds a comma (\"...\")" if fmt == "csv" else
+                             "a TSV field cannot hold a tab") + ", or fix the row")
     found = _mistyped(path, fmt, compression, said, row0, reader.schema) if reader is not None else None
     if found is None:
         return unreadable(path, fmt, exc, compression, _SHAPE[fmt == "jsonl"])
@@ -275,7 +285,6 @@ def _mistyped(path: "str | os.PathLike", fmt: str, compression: Optional[str], s
     import csv
     import re
 
-    from .kbest_io import text_lines
     if fmt == "jsonl":
         def test(record):
             if isinstance(record, dict):
