@@ -204,6 +204,8 @@ def _bad_cases(tmp_path):
     t = lambda **kw: pa.table({**GOOD, **kw})  # noqa: E731
     corrupt = tmp_path / "corrupt.parquet"
     good = _write(tmp_path, "good.parquet", t())
+    # reference files go with a table without references (a table with both is refused: they would replace them)
+    bare = _write(tmp_path, "bare.parquet", pa.table({k: v for k, v in GOOD.items() if k != "references"}))
     corrupt.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
     (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
     (tmp_path / "r2.txt").write_text("a b\n")
@@ -216,9 +218,10 @@ def _bad_cases(tmp_path):
         "null reference": ([_write(tmp_path, "nr.parquet", t(references=[["a"], ["a"], [None]]))], "entry 2 holds a null reference"),
         "segment without references": ([_write(tmp_path, "nor.parquet", t(references=[["a"], ["a"], []]))], "segment 1 (row 2) has no references"),
         "non-contiguous segment": ([_write(tmp_path, "nc.parquet", t(segment_id=[0, 1, 0], references=[["a"]] * 3))], "segment 0 are not contiguous"),
-        "segment ids unknown to the reference files": ([good, "--ref-file", str(tmp_path / "r5.txt")], "segment 1 has no references"),
-        "reference files of different lengths": ([good, "--ref-file", str(tmp_path / "r2.txt"), "--ref-file", str(tmp_path / "r3.txt")], "same number of lines"),
-        "non-UTF-8 reference file": ([good, "--ref-file", str(tmp_path / "latin1.txt")], "line 1 is not valid UTF-8"),
+        "segment ids unknown to the reference files": ([bare, "--ref-file", str(tmp_path / "r5.txt")], "segment 1 has no references"),
+        "reference files of different lengths": ([bare, "--ref-file", str(tmp_path / "r2.txt"), "--ref-file", str(tmp_path / "r3.txt")], "same number of lines"),
+        "non-UTF-8 reference file": ([bare, "--ref-file", str(tmp_path / "latin1.txt")], "line 1 is not valid UTF-8"),
+        "reference files and a references column": ([good, "--ref-file", str(tmp_path / "r3.txt")], "has references already"),
         "truncated parquet": ([corrupt], "not a readable parquet file"),
         "missing file": ([tmp_path / "nope.parquet"], "no such file"),
         "unwritable output": ([good, "-o", str(tmp_path / "no" / "dir" / "o.parquet")], "does not exist; create it first"),
