@@ -36,6 +36,19 @@ __all__ = []
 log = logging.getLogger("kbest_bleu")
 
 
+def _stdin_systems(lines: list) -> list:
+    """Hypotheses piped on stdin as sacrebleu reads them: a bare CR ends a line too (Python's
+    universal newlines), and tab-separated fields are systems, as many as the first line has."""
+    lines = [part.rstrip() for ln in lines for part in ln.split("\r")]
+    fields = [ln.split("\t") for ln in lines]
+    n_sys = len(fields[0]) if fields else 1
+    bad = next((i for i, f in enumerate(fields) if len(f) != n_sys), None)
+    if bad is not None:
+        raise InputError(f"stdin: line {bad + 1} has {len(fields[bad])} tab-separated systems, line 1 has {n_sys}; "
+                         "expected the same number on every line (or give each system's file with -i)")
+    return [[f[i].rstrip() for f in fields] for i in range(n_sys)] if fields else [[]]
+
+
 def _cmd_corpus(a: argparse.Namespace) -> int:
     from ..bleu import corpus_score
     from ..files.readers import read_text
@@ -47,7 +60,11 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
         raise InputError("expected hypotheses after -i (or piped on stdin); found neither. Usage, as sacrebleu: "
                          "kbest-bleu corpus REF [REF ...] -i HYP [HYP ...]")
     refs = _reference_rows(a.references, "corpus REF")
-    systems = [read_text(p, "-i") for p in paths]
+    if a.input:
+        systems = [read_text(p, "-i") for p in paths]
+    else:
+        systems = _stdin_systems(read_text("-", "stdin"))
+        paths = [f"System {i + 1}" for i in range(len(systems))] if len(systems) > 1 else paths
     for path, hyps in zip(paths, systems):
         if len(hyps) != len(refs):
             raise InputError(f"{path}: {len(hyps)} lines, but {a.references[0]} has {len(refs)}; expected one "
@@ -68,7 +85,7 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
         print(_bleu_line(results[0], sig, a))
     elif a.format_out == "json":
         print(json.dumps([{"system": p, "BLEU": f"{100 * r.score:.{a.width}f}"} for p, r in zip(paths, results)],
-                         indent=1))
+                         indent=4))  # as sacrebleu prints several systems
     else:
         width = max(len(p) for p in paths)
         lines = [f"{p:<{width}}  {100 * r.score:.{a.width}f}" for p, r in zip(paths, results)]

@@ -37,7 +37,8 @@ _CHUNK = 1 << 20
 def text_lines(path: "str | os.PathLike", compression: Optional[str] = None, option: str = "input",
                what: str = "K-best file", strip_bom: bool = False) -> Iterator[str]:
     """The lines of a UTF-8 text file, one at a time (split on ``\\n`` only, a final ``\\r``
-    removed, as :func:`~kbest_bleu.files.references.read_lines` does), decompressed when
+    removed; :func:`~kbest_bleu.files.references.read_lines` strips all trailing whitespace, as
+    sacrebleu's command line does, for plain text), decompressed when
     ``compression`` names one of Arrow's codecs. Memory: one 1 MiB chunk and the current line.
     ``strip_bom``: a byte order mark opening the file is dropped (n-best lines start with a
     number; text keeps it, as sacrebleu does, where it is part of the first word).

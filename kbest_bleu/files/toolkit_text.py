@@ -156,8 +156,8 @@ def read_fixed_k(path: "str | os.PathLike", fmt: str, nbest_size: Optional[int],
     n = 0
     for n, line in enumerate(text_lines(path, compression, option, f"{fmt} file"), 1):
         v = rows.values  # take() starts new lists
-        if parse is None:
-            hyp = line
+        if parse is None:  # plain text, as sacrebleu's command line reads it: trailing whitespace removed
+            hyp = line.rstrip()
         else:
             try:
                 hyp, score_text_, extra = parse(line)

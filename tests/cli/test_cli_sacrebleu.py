@@ -124,3 +124,27 @@ def test_mecab_corpus_json_equal_sacrebleu(tmp_path, tok, hyps, refs, packages, 
                                       monkeypatch, capfd))
     assert (got["score"], got["verbose_score"], got["nrefs"]) == (want["score"], want["verbose_score"], want["nrefs"])
     assert want["tok"].startswith(tok) and got["tok"] == tok
+
+
+def test_systems_piped_as_tab_separated_columns_and_bare_carriage_returns(files):
+    """sacrebleu reads each tab-separated column of stdin as a system, and a bare CR as a line
+    end; kbest-bleu scored the joined line as one hypothesis (28.0 where sacrebleu says 50.2/49.6)."""
+    other = ["A cat sat on the mat.", "Hello, world!", "Ça va?", "x", "a b c"]
+    piped = "".join(f"{h}\t{o}\n" for h, o in zip(HYPS, other))
+    args = ["ref0.txt", "ref1.txt", "-b"]
+    ours = _run(OURS + args, files, stdin=piped)
+    assert json.loads(ours) == json.loads(_run(SACREBLEU + args, files, stdin=piped))
+    assert [s["system"] for s in json.loads(ours)] == ["System 1", "System 2"]
+    cr = "\r".join(HYPS[:2]) + "\n" + "\n".join(HYPS[2:]) + "\n"  # line 2 ends in a bare CR
+    assert _run(OURS + args, files, stdin=cr) == _run(SACREBLEU + args, files, stdin=cr)
+
+
+def test_trailing_whitespace_is_removed_as_sacrebleus_command_line_does(tmp_path):
+    """chrF with whitespace counts a trailing space; sacrebleu's command line strips each line
+    (line.rstrip()): 100.0 there, 99.03 here until the text readers did the same."""
+    (tmp_path / "h.txt").write_text("The cat sat on the mat. \nA dog.\u3000\n")
+    (tmp_path / "r.txt").write_text("The cat sat on the mat.\nA dog.\n")
+    want = _run(SACREBLEU + ["r.txt", "-i", "h.txt", "-m", "chrf", "--chrf-whitespace", "-b"], tmp_path).strip()
+    out = _run([sys.executable, "-m", "kbest_bleu", "score", "h.txt", "-r", "r.txt", "--metric", "chrf",
+                "--chrf-whitespace", "--json", "-q"], tmp_path)
+    assert want == "100.0" and json.loads(out)["metrics"]["chrf"]["one_best_corpus"] == 100.0, out
