@@ -60,6 +60,11 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
         raise InputError("expected hypotheses after -i (or piped on stdin); found neither. Usage, as sacrebleu: "
                          "kbest-bleu corpus REF [REF ...] -i HYP [HYP ...]")
     refs = _reference_rows(a.references, "corpus REF")
+    if not refs:  # sacrebleu refuses it too ("contains no sentence")
+        raise InputError(f"corpus REF {a.references[0]}: holds no sentence; expected one reference per line")
+    twice = next((p for i, p in enumerate(paths) if p in paths[:i]), None)
+    if twice is not None:  # as sacrebleu: each system is named by its file
+        raise InputError(f"-i: {twice!r} is given twice; give each system's file once")
     if a.input:
         systems = [read_text(p, "-i") for p in paths]
     else:
@@ -305,7 +310,7 @@ def _corpus_parser(sub) -> None:
     p.add_argument("-f", "--format", dest="format_out", choices=["text", "json"], default=None,
                    help="default as sacrebleu: json, text with --sentence-level")
     p.add_argument("--json", dest="format_out", action="store_const", const="json", help="same as -f json")
-    p.add_argument("--sentence-level", action="store_true", help="one score per hypothesis line")
+    p.add_argument("-sl", "--sentence-level", action="store_true", help="one score per hypothesis line")
     p.add_argument("-w", "--width", type=decimals_int, default=1, help="decimals of the score")
     p.add_argument("-b", "--score-only", action="store_true", help="print the score only")
     scoring_options(p)

@@ -180,6 +180,8 @@ def scoring_options(p: argparse.ArgumentParser) -> None:
                    help="0-7 (Chen & Cherry 2014), none/floor/add-k/exp, or bleu+1 (moses); default: the preset's")
     g.add_argument("--epsilon", type=float, default=0.1, help="smoothing 1 / floor value")
     g.add_argument("--add-k", type=float, default=1.0, help="smoothing 2 / add-k value; moses: s")
+    g.add_argument("-sv", "--smooth-value", type=float, default=None,
+                   help="sacrebleu's -sv: the value of -s floor (--epsilon) or -s add-k (--add-k)")
     g.add_argument("--k", type=float, default=5.0, help="smoothing 4 and 7 constant K")
     g.add_argument("--alpha", type=float, default=5.0, help="smoothing 6 alpha")
     g.add_argument("--max-order", type=int, default=4, help="N, the highest n-gram order (1-16)")
@@ -222,6 +224,12 @@ def config_from(a: argparse.Namespace) -> BleuConfig:
             weights = tuple(float(x) for x in a.weights.split(","))
         except ValueError:
             raise InputError(f"--weights: expected comma-separated numbers, found {a.weights!r}") from None
+    if a.smooth_value is not None:  # sacrebleu's one option for the value of either smoothing
+        name = str(a.smoothing).lower()
+        if name not in ("floor", "1", "add-k", "2"):
+            raise InputError(f"-sv/--smooth-value: the value of -s floor or -s add-k (as sacrebleu), found -s "
+                             f"{a.smoothing}; leave -sv out or choose one of them")
+        a.epsilon, a.add_k = (a.smooth_value, a.add_k) if name in ("floor", "1") else (a.epsilon, a.smooth_value)
     return BleuConfig(compat=a.compat, smoothing=a.smoothing, epsilon=a.epsilon, add_k=a.add_k, k=a.k,
                       alpha=a.alpha, max_order=a.max_order, weights=weights, effective_order=a.effective_order,
                       auto_reweigh=a.auto_reweigh, smooth_bp=a.smooth_bp, ref_length=a.ref_length,
