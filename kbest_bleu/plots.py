@@ -258,10 +258,11 @@ def one_best_rows(lists: ScoredLists) -> np.ndarray:
 def _corpus_of(lists: ScoredLists, rows: np.ndarray) -> float:
     """Corpus BLEU (0-1) of the chosen rows' summed statistics (orders 1..N)."""
     from .bleu import corpus_score
+    from .smoothing import corpus_totals
     from .stats import BleuStats
     zero = np.zeros((1, 1), np.int64)
     total = BleuStats(np.hstack([lists.matches[rows].sum(0, keepdims=True), zero]),
-                      np.hstack([lists.totals[rows].sum(0, keepdims=True), zero]),
+                      np.hstack([corpus_totals(lists.totals[rows], lists.config).sum(0, keepdims=True), zero]),
                       lists.hyp_len[rows].sum(keepdims=True), lists.ref_len[rows].sum(keepdims=True))
     return float(corpus_score(total, lists.config).score)
 

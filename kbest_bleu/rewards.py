@@ -78,6 +78,7 @@ def _text_rewards(completions: Sequence, references: Any, cfg: BleuConfig) -> np
     if len(refs) != len(hyps):
         raise InputError(f"references: expected one entry per completion ({len(hyps)}), found {len(refs)}; a "
                          "dataset column is repeated for each completion of its prompt")
+    refs = [r.tolist() if isinstance(r, np.ndarray) and r.ndim == 1 else r for r in refs]  # arrays of strings
     for i, r in enumerate(refs):
         if not (isinstance(r, str) or (isinstance(r, (list, tuple)) and all(isinstance(x, str) for x in r))):
             raise InputError(f"references: row {i} is {r!r:.60}; expected a reference string or a list of them per "

@@ -295,8 +295,12 @@ def moses_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the pre
 def corpus_totals(totals: np.ndarray, cfg: BleuConfig) -> np.ndarray:
     """The n-gram totals of each row that corpus BLEU under ``cfg``'s preset adds up: l_n, except
     under NLTK, whose ``corpus_bleu`` adds each sentence's precision denominator max(1, l_n)
-    (``modified_precision``), so a sentence shorter than n adds 1 to order n. Same shape and dtype."""
-    return np.maximum(totals, 1).astype(totals.dtype, copy=False) if cfg.compat == "nltk" else totals
+    (``modified_precision``), so a sentence shorter than n adds 1 to order n. Not for NLTK's
+    smoothing 6, which reads the raw counts l_n (a one-row corpus stays the sentence's score; NLTK's
+    corpus method 6 reads the last sentence's counts: docs/presets.md). Same shape and dtype."""
+    if cfg.compat != "nltk" or cfg.smoothing == 6:
+        return totals
+    return np.maximum(totals, 1).astype(totals.dtype, copy=False)
 
 
 PRESETS: dict[str, Callable] = {"sacrebleu": sacrebleu_bleu, "nltk": nltk_bleu, "mteval": mteval_bleu,

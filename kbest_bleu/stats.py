@@ -102,8 +102,9 @@ class BleuStats:
         return BleuStats(self.matches.sum(0, dtype=np.int64)[None], totals.sum(0, dtype=np.int64)[None],
                          self.hyp_len.sum(dtype=np.int64)[None], self.ref_len.sum(dtype=np.int64)[None])
 
-    def sum_by(self, ptr: np.ndarray) -> "BleuStats":
-        """Sums over consecutive row groups ``ptr[g]:ptr[g+1]`` (segments, documents).
+    def sum_by(self, ptr: np.ndarray, config: Optional[BleuConfig] = None) -> "BleuStats":
+        """Sums over consecutive row groups ``ptr[g]:ptr[g+1]`` (segments, documents); the totals
+        as ``config``'s preset adds them up (:meth:`sum`).
 
         ptr : int64[G+1], non-decreasing, ptr[0] = 0, ptr[-1] = H. Empty groups give zero rows.
         """
@@ -114,7 +115,8 @@ class BleuStats:
             np.cumsum(a, axis=0, dtype=np.int64, out=csum[1:])
             return csum[ptr[1:]] - csum[ptr[:-1]]
 
-        return BleuStats(reduce(self.matches), reduce(self.totals), reduce(self.hyp_len), reduce(self.ref_len))
+        totals = self.totals if config is None else corpus_totals(self.totals, config)
+        return BleuStats(reduce(self.matches), reduce(totals), reduce(self.hyp_len), reduce(self.ref_len))
 
     @staticmethod
     def concat(parts: Sequence["BleuStats"]) -> "BleuStats":

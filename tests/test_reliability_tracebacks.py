@@ -331,3 +331,34 @@ def test_a_row_with_a_field_too_many_names_its_line(tmp_path, capsys, suffix, se
     src.write_text("".join(sep.join(r) + "\n" for r in rows))
     rc, err = _run(capsys, "score", src, "-o", tmp_path / "o.parquet", "-t", "none")
     _one_line(rc, err, f"k.{suffix}: line 24 has 4 fields where the header has 3")
+
+
+def test_review_follow_ups(kbest, tmp_path, capsys):
+    """Parmesan does not read --meteor-norm (refused without meteor); with --pseudo-refs the
+    weights come from --pseudo-score-col only, so --temperature with --score-col alone is ignored."""
+    rc, err = _run(capsys, "score", kbest, "-o", tmp_path / "o.parquet", "--metric", "bleu,parmesan",
+                   "--paraphrases", tmp_path / "t.tsv", "--meteor-norm")
+    _one_line(rc, err, "--meteor-norm: an option of meteor")
+    scored = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"segment_id": [0, 0], "hypothesis": ["a b", "a c"], "references": [["a b"]] * 2,
+                             "model_score": [-1.0, -2.0]}), scored)
+    rc, err = _run(capsys, "mbr", scored, "-o", tmp_path / "m.parquet", "--pseudo-refs", scored, "--score-col",
+                   "model_score", "--temperature", "0.5")
+    _one_line(rc, err, "--temperature", "--pseudo-score-col with --pseudo-refs")
+
+
+def test_fairseq_output_with_target_lines_keeps_taking_reference_files(tmp_path, capsys):
+    """fairseq-generate writes T- lines (tokenized targets); scoring its D- lines against detokenized
+    references given with -r is the usual practice: -r wins over a toolkit's own references, a
+    table's references column (parquet, CSV, JSON Lines) with -r is refused."""
+    gen = tmp_path / "gen.out"
+    gen.write_text("S-0\tdie Katze\nT-0\tthe cat sat\nH-0\t-0.5\tthe cat sat\nD-0\t-0.5\tthe cat sat\n"
+                   "S-1\tder Hund\nT-1\tthe dog ran\nH-1\t-0.7\tthe dog ran\nD-1\t-0.7\tthe dog ran\n")
+    refs = tmp_path / "detok.txt"
+    refs.write_text("a cat sat down\na dog ran off\n")
+    out = tmp_path / "o.parquet"
+    rc, err = _run(capsys, "score", gen, "--format", "fairseq", "-r", refs, "-o", out, "-q", "-t", "none")
+    assert rc == 0, err
+    import kbest_bleu as kb
+    want = kb.score_kbest(["the cat sat", "the dog ran"], [["a cat sat down"], ["a dog ran off"]], tokenize="none")
+    assert pq.read_table(out)["bleu"].to_pylist() == want.tolist()

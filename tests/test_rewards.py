@@ -125,3 +125,11 @@ def test_several_references_as_arrays_and_bad_rows():
     with pytest.raises(InputError, match="references: row 0 is None"):
         bleu_reward(["a b", "c"], references=[None, None])
     assert bleu_reward([], references=[]) == [] and make_bleu_reward(ids=True)(completion_ids=[], reference_ids=[]) == []
+
+
+def test_text_references_as_arrays_of_strings():
+    """A dataset column of numpy string arrays (several references per prompt) was refused."""
+    refs = [np.array(["the cat sat", "a cat"])] * 2
+    got = make_bleu_reward()(completions=["the cat sat", "a cat sat"], references=refs)
+    assert got == make_bleu_reward()(completions=["the cat sat", "a cat sat"], references=[["the cat sat", "a cat"]] * 2)
+    assert got[0] == 1.0

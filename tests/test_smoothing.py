@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from reference import moses_bleu_plus_1, paper_bleu, smoothing6_bleu
 from reference import stats as ref_stats
@@ -225,3 +225,18 @@ def test_nltk_corpus_and_sentence_bleu_equal_nltk(corpus, method, reweigh, expli
     assert got == pytest.approx(want, rel=1e-12, abs=1e-300)
     got_first = kb.sentence_bleu(" ".join(hyps[0]), [" ".join(r) for r in refs[0]], tokenize="none", **ours)
     assert got_first == pytest.approx(want_first, rel=1e-12, abs=1e-300)
+
+
+@settings(max_examples=100, deadline=None)
+@given(pair=st.tuples(_words, st.lists(_words.filter(bool), min_size=1, max_size=2)), method=st.integers(0, 7))
+@example(pair=(["a", "b", "c"], [["a", "b", "c"]]), method=6)
+def test_nltk_one_row_corpus_is_the_sentence_score(pair, method):
+    """corpus -sl scores each line through corpus_score: under NLTK's smoothing 6 (which reads the
+    raw n-gram counts) the max(1, l_n) of the corpus sums made 'the cat sat' 0.955 instead of 1."""
+    hyp, refs = pair
+    stats = kb.ngram_stats([" ".join(hyp)], [[" ".join(r) for r in refs]], None, kb.BleuConfig(tokenize="none",
+                                                                                              max_order=5))
+    cfg = kb.BleuConfig(compat="nltk", smoothing=method, tokenize="none")
+    if method == 6 and stats.matches[0, 2] == 0:
+        return  # NLTK asserts there; the preset scores 0 at both levels
+    assert kb.corpus_score(stats, cfg).score == kb.sentence_scores(stats, cfg)[0]

@@ -290,3 +290,18 @@ def test_a_one_row_batch_takes_the_kernels_compiled_for_many_rows():
     want = [ref_stats("the cat sat on the mat".split(), ["the cat sat on a mat".split()], 5),
             ref_stats([5, 6, 7, 6, 7], [[6, 7, 6, 5]], 5)]
     assert out["stats"] == [[list(m), list(t), c, r] for m, t, c, r in want]
+
+
+def test_sum_by_adds_the_totals_as_the_preset_does():
+    """metaeval's corpus level per system sums with sum_by: under NLTK the totals add max(1, l_n)
+    per sentence, as sum(config) (and NLTK's corpus_bleu) do."""
+    cfg = kb.BleuConfig(compat="nltk", tokenize="none")
+    stats = kb.ngram_stats(["the cat sat on the mat", "thank you", "a b", "a b c d e"],
+                           [["the cat sat on the mat"], ["thank you"], ["a b"], ["a b c d"]], None, cfg)
+    ptr = np.array([0, 2, 4])
+    per = stats.sum_by(ptr, cfg)
+    for g in range(2):
+        one = stats[int(ptr[g]):int(ptr[g + 1])].sum(cfg)
+        assert np.array_equal(per.totals[g], one.totals[0]) and np.array_equal(per.matches[g], one.matches[0])
+        assert kb.corpus_score(per[g], cfg).score == kb.corpus_score(stats[int(ptr[g]):int(ptr[g + 1])], cfg).score
+    assert kb.corpus_score(per[0], cfg).score == pytest.approx(0.8801117367933934, rel=1e-12)  # NLTK's corpus_bleu

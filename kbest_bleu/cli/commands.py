@@ -38,9 +38,10 @@ log = logging.getLogger("kbest_bleu")
 
 def _stdin_systems(lines: list) -> list:
     """Hypotheses piped on stdin as sacrebleu reads them: a bare CR ends a line too (Python's
-    universal newlines), and tab-separated fields are systems, as many as the first line has."""
-    lines = [part.rstrip() for ln in lines for part in ln.split("\r")]
-    fields = [ln.split("\t") for ln in lines]
+    universal newlines), and tab-separated fields are systems, as many as the first line has, each
+    with its trailing whitespace removed. (sacrebleu strips the whole line first, so an empty last
+    system's tab goes with it and the line is refused; here it is an empty hypothesis.)"""
+    fields = [part.split("\t") for ln in lines for part in ln.split("\r")]
     n_sys = len(fields[0]) if fields else 1
     bad = next((i for i, f in enumerate(fields) if len(f) != n_sys), None)
     if bad is not None:
@@ -65,10 +66,10 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
     twice = next((p for i, p in enumerate(paths) if p in paths[:i]), None)
     if twice is not None:  # as sacrebleu: each system is named by its file
         raise InputError(f"-i: {twice!r} is given twice; give each system's file once")
-    if a.input:
+    if paths != ["-"]:
         systems = [read_text(p, "-i") for p in paths]
     else:
-        systems = _stdin_systems(read_text("-", "stdin"))
+        systems = _stdin_systems(read_text("-", "stdin", strip=False))
         paths = [f"System {i + 1}" for i in range(len(systems))] if len(systems) > 1 else paths
     for path, hyps in zip(paths, systems):
         if len(hyps) != len(refs):

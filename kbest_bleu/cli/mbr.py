@@ -175,9 +175,10 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
     if a.matrix and a.sort:  # the matrix's rows would number the sorted copies, not the files given
         raise InputError("--matrix: its candidate_row and pseudo_reference_row number the rows of the files as "
                          "given, which --sort reorders; sort the files by segment first, or leave --matrix out")
-    if a.temperature != 1.0 and not (a.score_col or a.pseudo_score_col):  # nothing to soften: ignored otherwise
-        raise InputError("--temperature: softens the model scores of --score-col (or --pseudo-score-col); give "
-                         "one of them, or leave --temperature out (uniform weights)")
+    weighted = a.pseudo_score_col if a.pseudo_refs else a.score_col  # the scores the weights come from
+    if a.temperature != 1.0 and not weighted:  # nothing to soften: it would be ignored
+        raise InputError("--temperature: softens the model scores the weights come from, --score-col (or "
+                         "--pseudo-score-col with --pseudo-refs); give it, or leave --temperature out (uniform weights)")
     if (a.pseudo_score_col or a.pseudo_nbest_size) and not a.pseudo_refs:
         raise InputError("--pseudo-score-col, --pseudo-nbest-size: options of the pseudo-reference file; add "
                          "--pseudo-refs FILE")

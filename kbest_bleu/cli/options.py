@@ -279,7 +279,7 @@ def _reference_rows(paths: Sequence[str], option: str) -> list:
 def _segment(a: argparse.Namespace, path: "str | Path") -> tuple:
     """--seg-col, else the key stored in the file by our writers, else segment_id."""
     if a.seg_col is not None:
-        names = tuple(n.strip() for n in a.seg_col.split(","))
+        names = tuple(a.seg_col.split(","))
         if not all(names):  # '' or 'a,,b': a column without a name (it fell back to the default)
             raise InputError(f"--seg-col: expected comma-separated column names, found {a.seg_col!r}")
         return names

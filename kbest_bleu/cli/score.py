@@ -48,11 +48,11 @@ def _metrics(a: argparse.Namespace) -> tuple[bool, list]:
     if unknown or not names:
         raise InputError(f"--metric: expected a comma-separated list of metrics from {', '.join(REGISTRY)} "
                          f"(any order, any one alone); found {a.metric!r}")
-    read = set(names) | {m for n in names if n in REGISTRY and n != "bleu"
-                         for m in getattr(import_module(f"kbest_bleu.metrics.{n}.cli"), "OPTIONS_FROM", ())}
+    read = {dest for n in names if n in REGISTRY and n != "bleu"  # options of other metrics' groups it reads
+            for dest in getattr(import_module(f"kbest_bleu.metrics.{n}.cli"), "OPTIONS_FROM", ())}
     for metric, options in getattr(a, "metric_options", {}).items():
-        given = [option for dest, option, default in options if getattr(a, dest) != default]
-        if metric not in read and given:  # it would be ignored: a typo in --metric, or a leftover
+        given = [option for dest, option, default in options if getattr(a, dest) != default and dest not in read]
+        if metric not in names and given:  # it would be ignored: a typo in --metric, or a leftover
             raise InputError(f"{given[0]}: an option of {metric}, which --metric {a.metric!r} does not select; add "
                              f"{metric} to --metric or leave {given[0]} out")
     if "bleu" not in names and a.also_smoothing:
@@ -136,9 +136,12 @@ def _cmd_score(a: argparse.Namespace) -> int:
                 if found != len(refs.index):
                     raise InputError(f"{given}: {found} segments ({len(ids)} lines), but --refs {a.ref_file[0]} has "
                                      f"{len(refs.index)} lines; expected one reference line per segment")
-        if refs is not None and a.ref_col in pq.read_schema(src).names:  # two sources of references: say which
+        # a table with a references column and references given apart: which ones? (a toolkit's output keeps
+        # -r over its own references, fairseq's T- lines: detokenized references are the usual choice)
+        if refs is not None and fmt in ("parquet", "csv", "tsv", "jsonl") and a.ref_col in pq.read_schema(src).names:
             raise InputError(f"{'--ref-table' if a.ref_table else '--refs'}: {given} has references already (column "
-                             f"{a.ref_col!r}), which they would replace; leave the option out, or drop the column")
+                             f"{a.ref_col!r}), which they would replace; leave the option out, or drop or rename the "
+                             "column (--ref-col names another)")
         out = Path(tmp) / "out.parquet" if a.output == "-" or a.to else a.output
         converted = src
         try:

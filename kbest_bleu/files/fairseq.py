@@ -149,9 +149,9 @@ def write_fairseq(path: "str | os.PathLike", out: TextIO, score_field: str, raw:
                 out.write(rows["prelude"][0] + "\n")
         else:  # a table from elsewhere: S- and T- from its columns
             if rows.get("source") and rows["source"][0] is not None:
-                out.write(f"S-{segment}\t{rows['source'][0]}\n")
+                out.write(f"S-{segment}\t{field_text(rows['source'][0], 'source', segment, 0)}\n")
             if rows.get("references") and rows["references"][0]:
-                out.write(f"T-{segment}\t{rows['references'][0][0]}\n")
+                out.write(f"T-{segment}\t{field_text(rows['references'][0][0], 'references', segment, 0)}\n")
         for i, hyp in enumerate(rows["hypothesis"]):
             score = score_text(rows, score_field, i, segment, raw)
             hyp = field_text(hyp, "hypothesis", segment, i)  # a line break would cut the H-/D- line

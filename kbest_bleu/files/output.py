@@ -79,14 +79,16 @@ def _stdout_fd() -> Optional[int]:
 
 
 def check_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLike"] = (), option: str = "-o",
-                 directory: bool = False) -> Path:
+                 directory: bool = False, append: bool = False) -> Path:
     """Validate an output path before the job runs; returns it as a Path.
 
     Refuses an empty path, a path ending in ``/`` or naming an existing directory (a ``directory``
     output, a Spark dataset, must not exist yet), a missing parent directory, a dangling symbolic
-    link, and a path that is one of ``inputs`` or of the inputs registered in the running command
-    (:func:`register_input`; the same resolved path or inode). ``-`` is standard output.
-    ``option`` names the command-line option in messages.
+    link, a directory the output's temporary cannot be made in (``append``: an existing file
+    written in place, a log, needs only its own write permission), and a path that is one of
+    ``inputs`` or of the inputs registered in the running command
+    (:func:`~kbest_bleu.files.inputs.register_input`; the same resolved path or inode). ``-`` is
+    standard output. ``option`` names the command-line option in messages.
     """
     text = os.fspath(target)
     if not text.strip():
@@ -114,7 +116,9 @@ def check_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLik
                          "or choose another output path")
     # the temporary is made and renamed in the directory: checked now, not after the job (an
     # existing device or FIFO is written in place)
-    if not (_is_special(dst) and not directory) and not os.access(parent, os.W_OK | os.X_OK):
+    # (an existing file appended to, a log, needs only its own write permission)
+    writable = os.access(dst, os.W_OK) if append and dst.exists() else os.access(parent, os.W_OK | os.X_OK)
+    if not (_is_special(dst) and not directory) and not writable:
         raise InputError(f"{option} {describe(dst)}: the directory {str(parent)!r} is not writable (permissions or a "
                          "read-only file system); choose a writable output path")
     found = clash(dst, inputs)
@@ -137,7 +141,7 @@ def open_log(path: "Optional[str | os.PathLike]", inputs: Sequence["str | os.Pat
     if os.fspath(path) == "-":
         raise InputError(f"{option}: expected a file path, found '-' (standard output carries no log here; "
                          "/dev/stderr shows it on the terminal)")
-    check_output(path, inputs, option)
+    check_output(path, inputs, option, append=True)
     return open(path, "a+b")
 
 

@@ -96,12 +96,13 @@ def local_copy(path: "str | os.PathLike", option: str = "input") -> Iterator[Pat
         yield out
 
 
-def read_text(path: "str | os.PathLike", option: str = "input") -> list:
-    """Lines of a UTF-8 text file (``-``: stdin), decompressed when its name ends in .gz/.bz2/.zst.
-    A missing or unreadable file raises :class:`InputError` naming ``option`` (``--refs``, ``-i``...)."""
+def read_text(path: "str | os.PathLike", option: str = "input", strip: bool = True) -> list:
+    """Lines of a UTF-8 text file (``-``: stdin), decompressed when its name ends in .gz/.bz2/.zst,
+    as :func:`~kbest_bleu.files.references.read_lines` splits them (``strip``). A missing or
+    unreadable file raises :class:`InputError` naming ``option`` (``--refs``, ``-i``...)."""
     with local_copy(path, option) as plain:
         try:
-            return read_lines(plain, option)
+            return read_lines(plain, option, strip)
         except InputError as exc:
             raise InputError(str(exc).replace(str(plain), str(path), 1)) from None
 

@@ -81,11 +81,12 @@ class ReferenceTable:
         return pc.take(self.references, pa.array(idx, pa.int64()))
 
 
-def read_lines(path: "str | os.PathLike", option: str = "input") -> list:
+def read_lines(path: "str | os.PathLike", option: str = "input", strip: bool = True) -> list:
     """Lines of a UTF-8 text file, split on \\n only and each line's trailing whitespace removed,
     as sacrebleu's command line reads its files (``line.rstrip()``: it matters to chrF with
-    whitespace). A missing or unreadable file raises :class:`InputError` naming it and ``option``
-    (the command-line option or argument that named it)."""
+    whitespace; ``strip`` False: only a final \\r, for lines split further). A missing or
+    unreadable file raises :class:`InputError` naming it and ``option`` (the command-line option
+    or argument that named it)."""
     register_input(path, option)  # never an output of the running command
     try:
         data = Path(path).read_bytes()
@@ -101,7 +102,7 @@ def read_lines(path: "str | os.PathLike", option: str = "input") -> list:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return [ln.rstrip() for ln in lines]
+    return [ln.rstrip() for ln in lines] if strip else [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
 def require_columns(schema: pa.Schema, names: Iterable[str], source: str, references: str = "references") -> None:

@@ -69,7 +69,7 @@ def system_scores(scored: Scored, config: BleuConfig, level: str) -> tuple[pa.Ta
     stats = scored.stats[order]
     systems = scored.table.take(pa.array(order[ptr[:-1]])).select(["lp", "system"])
     if level == "crp":
-        per = stats.sum_by(ptr)
+        per = stats.sum_by(ptr, config)
         values = np.array([corpus_score(per[g], config).score for g in range(len(per))])
     else:
         values = document_score(stats, ptr, config)

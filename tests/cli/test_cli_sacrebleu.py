@@ -156,3 +156,12 @@ def test_sacrebleus_short_options_for_smoothing_values_and_sentence_level(files,
     argv = ["ref0.txt", "-i", "hyp.txt", *args]
     ours, theirs = _run(OURS + argv, files), _run(SACREBLEU + argv, files)
     assert [ln.split(" = ")[1] for ln in ours.splitlines()] == [ln.split(" = ")[1] for ln in theirs.splitlines()]
+
+
+def test_dash_input_reads_stdin_as_without_input(files):
+    """`-i -` is stdin ('-' or absent, cli.md), read the same way: tab-separated columns are systems
+    (sacrebleu 2.6.0 itself opens a file named '-')."""
+    piped = "".join(f"{h}\t{h}\n" for h in HYPS)
+    args = ["ref0.txt", "-b"]
+    dash = json.loads(_run(OURS + args + ["-i", "-"], files, stdin=piped))
+    assert dash == json.loads(_run(OURS + args, files, stdin=piped)) and len(dash) == 2

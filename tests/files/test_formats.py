@@ -529,3 +529,15 @@ def test_score_to_a_format_names_the_scored_table_not_its_temporary(tmp_path, ca
                  "-q"]) == 2
     err = capsys.readouterr().err
     assert "no column 'bogus' in the scored table" in err and "kbest-tmp" not in err and "kbest_bleu-" not in err, err
+
+
+def test_fairseq_source_and_target_lines_that_would_not_read_back(tmp_path, capsys):
+    """A table from elsewhere writes S-/T- lines from its source and references: a line break there
+    made a file that read back as another sample ('sample 0 again after other samples')."""
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"segment_id": [0], "hypothesis": ["a b"], "model_score": [-1.0],
+                             "references": [["ref one\nS-9\tinjected"]]}), src)
+    out = tmp_path / "o.fairseq"
+    assert main(["convert", str(src), str(out), "--to", "fairseq"]) == 2
+    err = capsys.readouterr().err
+    assert "column 'references' holds '\\n'" in err and not out.exists(), err

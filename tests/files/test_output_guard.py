@@ -438,3 +438,28 @@ def test_a_nested_output_that_fails_is_named_once(tmp_path, private_tmp):
     said = str(failed.value)
     assert said.count("could not write") == 1 and "--features" in said and "--scores" not in said, said
     assert [p.name for p in tmp_path.iterdir()] == ["TMPDIR"]  # neither file, no temporary
+
+
+def test_a_log_appended_in_a_read_only_directory(tmp_path, private_tmp):
+    """A log is appended in place: its own write permission is enough (the check for the
+    directory, where outputs make their temporary, refused it)."""
+    import shutil
+    locked = tmp_path / "logs"
+    locked.mkdir()
+    (locked / "app.log").write_text("earlier\n")
+    (locked / "app.log").chmod(0o666)
+    locked.chmod(0o555)
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("root without setpriv: a mode-555 directory is writable")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+    code = ("import sys; from kbest_bleu.files.output import open_log, check_output\n"
+            "f = open_log(sys.argv[1]); f.write(b'more\\n'); f.close()\n"
+            "try:\n    check_output(sys.argv[2])\nexcept Exception as e:\n    print(type(e).__name__, e)")
+    done = subprocess.run([*prefix, sys.executable, "-c", code, str(locked / "app.log"), str(locked / "new.parquet")],
+                          capture_output=True, text=True)
+    locked.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    assert (locked / "app.log").read_text() == "earlier\nmore\n"
+    assert "InputError" in done.stdout and "is not writable" in done.stdout  # a new output there still is refused

@@ -31,9 +31,9 @@ def add_score_options(group: argparse._ArgumentGroup) -> None:
                                     "(list of strings per token, or one space-separated string)")
 
 
-# the metrics whose ``score`` options this one reads too (kbest_bleu.cli.score checks that every
-# option given belongs to a selected metric)
-OPTIONS_FROM = ("meteor",)
+# the options of other metrics' groups this one reads (Meteor's: Parmesan scores with Meteor);
+# kbest_bleu.cli.score refuses an option given that no selected metric reads
+OPTIONS_FROM = ("lang", "meteor_jar_compat", "meteor_lower", "meteor_function_words")
 
 
 def metric_options(args: argparse.Namespace) -> dict:
