@@ -154,12 +154,17 @@ def _check_corrected(segments, seed, max_order, smoothing, min_sim):
             exact, fuzzy, total = ref_counts[n]
             assert (counts[i, 3 * n], counts[i, 3 * n + 2]) == (exact, total)
             assert counts[i, 3 * n + 1] == pytest.approx(fuzzy, abs=1e-5)
-        m = [e + f for e, f, _ in ref_counts]
         t = [x for _, _, x in ref_counts]
         c = len(hyp)
         r = min((len(x) for x in rt), key=lambda x: (abs(x - c), x))
+        # the counts equal the reference's up to float32 cosines (above); the score is the paper's
+        # formula of them. (Against the reference's own counts a relative tolerance fails where a
+        # fuzzy count is tiny: 3.97302e-4 against 3.97280e-4 moved a score by 2.8e-5, seed 517257.)
+        # Order N+1 (read by smoothings 5 and 7) is not in the kernel's statistics: the reference's
+        # count stands in for it, with the tolerance the check had before.
+        m = [counts[i, 3 * n] + counts[i, 3 * n + 1] for n in range(max_order)] + [sum(ref_counts[max_order][:2])]
         expected = paper_bleu(smoothing, m, t, c, r, N=max_order, effective=True)
-        assert scores[i] == pytest.approx(expected, rel=1e-5, abs=1e-9)
+        assert scores[i] == pytest.approx(expected, rel=1e-5 if smoothing in (5, 7) else 1e-9, abs=1e-12)
 
 
 _CORRECTED_ARGS = (kbest, st.integers(0, 2 ** 32 - 1), st.integers(1, 3), st.integers(0, 7), st.sampled_from([0.0, 0.3]))
