@@ -274,19 +274,26 @@ def test_an_unwritable_output_directory_names_the_output(files, tmp_path, privat
     assert "-o '/sys/fs/out.parquet': could not write the output" in err and TEMP_MARK not in err, err
     _clean(tmp_path, private_tmp)
 
+
+def _without_root_override() -> list:
+    """The command prefix that runs a child without root's permission override (setpriv), so that
+    a mode-555 directory is read-only to it; [] for another user; the test is skipped for root
+    without setpriv."""
+    import shutil
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: a mode-555 directory is writable")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+
+
 def test_an_output_directory_without_write_permission_is_refused_before_the_job(files, tmp_path, private_tmp):
     """Mode 555: refused up front (exit 2), where it used to fail after the whole job (exit 1).
     Run without root's permission override (setpriv) when this test runs as root."""
-    import shutil
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o555)
-    prefix = []
-    if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("root without setpriv: a mode-555 directory is writable")
-        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
-    done = subprocess.run([*prefix, sys.executable, "-m", "kbest_bleu", "score", str(files["k.csv"]), "-t", "none",
+    done = subprocess.run([*_without_root_override(), sys.executable, "-m", "kbest_bleu", "score", str(files["k.csv"]), "-t", "none",
                            "-o", str(locked / "o.parquet")], capture_output=True, text=True,
                           env={**os.environ, "TMPDIR": str(private_tmp)})
     locked.chmod(0o755)
@@ -443,17 +450,12 @@ def test_a_nested_output_that_fails_is_named_once(tmp_path, private_tmp):
 def test_a_log_appended_in_a_read_only_directory(tmp_path, private_tmp):
     """A log is appended in place: its own write permission is enough (the check for the
     directory, where outputs make their temporary, refused it)."""
-    import shutil
     locked = tmp_path / "logs"
     locked.mkdir()
     (locked / "app.log").write_text("earlier\n")
     (locked / "app.log").chmod(0o666)
     locked.chmod(0o555)
-    prefix = []
-    if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("root without setpriv: a mode-555 directory is writable")
-        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+    prefix = _without_root_override()
     code = ("import sys; from kbest_bleu.files.output import open_log, check_output\n"
             "f = open_log(sys.argv[1]); f.write(b'more\\n'); f.close()\n"
             "try:\n    check_output(sys.argv[2])\nexcept Exception as e:\n    print(type(e).__name__, e)")
