@@ -33,7 +33,7 @@ from kbest_bleu.token_ids import (
     token_rows,
 )
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))
 import reference as R  # noqa: E402
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
