@@ -1,22 +1,24 @@
 """Every setting of the package in one place: the environment variables it reads and the size
 thresholds that choose between code paths (docs/settings.md has the same table for users).
 
-Reading a setting never changes the process: the library sets no environment variable. Only the
+Reading a setting never changes the process: the library sets no environment variable. The
 ``kbest-bleu`` program (:mod:`kbest_bleu.program`) sets some for itself, before the libraries that
-read them are imported; those are listed in :data:`PROGRAM_SETS`.
+read them are imported; those are listed in :data:`PROGRAM_SETS`. A command's ``--spm-model`` is
+set for the command alone (:func:`set_spm_model`, undone by :func:`variables_restored`).
 """
 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 __all__ = ["BATCH_BYTES", "COLD_NUMPY_ENGINE_BYTES", "ENVIRONMENT", "FORMAT_BATCH_ROWS", "MAX_PAIRS_PER_CHUNK",
            "MAX_RESAMPLE_CELLS", "MAX_ROW_BYTES", "MMAP_THRESHOLD", "NUMPY_ENGINE_BYTES", "PROGRAM_SETS",
-           "RUNS_PER_THREAD", "SMALL_JOB_BYTES", "SMOOTHING_CHUNK_ROWS", "STALE_TEMPORARY_S", "TEXT_BLOCK_BYTES",
-           "TOKEN_PARALLEL_IDS", "TRIM_THRESHOLD", "aot_enabled", "cache_home", "data_dir", "numba_cache_dir",
-           "numba_threads", "spm_model", "text_block_bytes"]
+           "RUNS_PER_THREAD", "SMALL_JOB_BYTES", "SMOOTHING_CHUNK_ROWS", "SPM_MODEL_ENV", "STALE_TEMPORARY_S",
+           "TEXT_BLOCK_BYTES", "TOKEN_PARALLEL_IDS", "TRIM_THRESHOLD", "aot_enabled", "cache_home", "data_dir",
+           "numba_cache_dir", "numba_threads", "set_spm_model", "spm_model", "text_block_bytes", "variables_restored"]
 
 # --- size thresholds (benchmarks/RESULTS.md has the measurements behind each) ---
 # below this many input bytes a job runs on the calling thread alone (a parallel launch costs more)
@@ -80,6 +82,8 @@ ENVIRONMENT = {
     "MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES": (
         "unset", "the user's malloc tuning: where set (GLIBC_TUNABLES naming malloc), keep_freed_memory leaves it"),
 }
+# the SentencePiece model files of -t flores101 (and spm) and -t flores200
+SPM_MODEL_ENV = {"flores101": "KBEST_BLEU_FLORES101_MODEL", "flores200": "KBEST_BLEU_FLORES200_MODEL"}
 # variables the kbest-bleu program sets for its own process, each only where the user did not
 PROGRAM_SETS = {
     "NUMBA_THREADING_LAYER": "workqueue",
@@ -142,9 +146,31 @@ def cache_home() -> Path:
     return Path(_get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbest_bleu"
 
 
-def spm_model(variable: str, file_name: str) -> Path:
-    """The SentencePiece model named by ``variable``, else sacrebleu's download of ``file_name``."""
-    value = _get(variable)
+def spm_model(name: str, file_name: str) -> tuple[Path, bool]:
+    """The SentencePiece model of tokenizer ``name`` (flores101, flores200): the file named by
+    ``SPM_MODEL_ENV[name]`` (then True), else sacrebleu's download of ``file_name`` (False)."""
+    value = _get(SPM_MODEL_ENV[name])
     if value:
-        return Path(value)
-    return Path(_get("SACREBLEU") or Path.home() / ".sacrebleu") / "models" / file_name
+        return Path(value), True
+    return Path(_get("SACREBLEU") or Path.home() / ".sacrebleu") / "models" / file_name, False
+
+
+def set_spm_model(name: str, path: Path) -> None:
+    """``--spm-model``: the model of tokenizer ``name`` for this command, through the environment so
+    that its worker processes (Spark's, the pool's) read it too; :func:`variables_restored` undoes it
+    when the command returns (``cli.main`` called from Python leaves the caller's environment as it was)."""
+    os.environ[SPM_MODEL_ENV[name]] = str(path)
+
+
+@contextmanager
+def variables_restored() -> Iterator[None]:
+    """The variables a command may set (:func:`set_spm_model`) as they were before it, on any exit."""
+    saved = {name: os.environ.get(name) for name in SPM_MODEL_ENV.values()}
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

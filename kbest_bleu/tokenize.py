@@ -21,7 +21,6 @@ behaviour is written out explicitly:
 
 from __future__ import annotations
 
-import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -54,7 +53,7 @@ __all__ = ["PYTHON_TOKENIZERS", "SPM_MODEL_ENV", "TOKENIZERS", "lowercase", "pre
 # tokenizers run by their own Python packages, string by string, as sacrebleu runs them
 PYTHON_TOKENIZERS = ("ja-mecab", "ko-mecab", "flores101", "flores200", "spm")
 # the environment variable naming each SentencePiece model file (the CLI's --spm-model sets it)
-SPM_MODEL_ENV = {"flores101": "KBEST_BLEU_FLORES101_MODEL", "flores200": "KBEST_BLEU_FLORES200_MODEL"}
+SPM_MODEL_ENV = settings.SPM_MODEL_ENV
 # sacrebleu's download address of each model; its cache file is the address's last part
 _SPM_URL = {"flores101": "https://dl.fbaipublicfiles.com/fairseq/models/flores/sacrebleu_tokenizer_spm.model",
             "flores200": "https://tinyurl.com/flores200sacrebleuspm"}
@@ -272,8 +271,7 @@ def spm_model_path(name: str) -> Path:
     (``$SACREBLEU/models`` or ``~/.sacrebleu/models``, where sacrebleu stores its download).
     Nothing is downloaded: a missing file raises :class:`InputError` saying where it looked."""
     name = "flores101" if name == "spm" else name
-    env = os.environ.get(SPM_MODEL_ENV[name])
-    path = settings.spm_model(SPM_MODEL_ENV[name], _SPM_URL[name].rsplit("/", 1)[1])
+    path, env = settings.spm_model(name, _SPM_URL[name].rsplit("/", 1)[1])
     if not path.is_file():
         raise InputError(f"tokenizer {name}: no SentencePiece model at {path} (from "
                          f"{SPM_MODEL_ENV[name] if env else 'sacrebleu cache; ' + SPM_MODEL_ENV[name] + ' unset'}); "

@@ -1,6 +1,7 @@
 """Tokenizers: token for token equal to sacrebleu 2.6.0, on real data and on fuzzed Unicode."""
 
 import multiprocessing as mp
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -267,6 +268,12 @@ def test_cli_spm_model_option_scores_like_sacrebleu(spm_model, tmp_path, monkeyp
     bleu.tokenizer = _sacrebleu_spm(model)
     want = bleu.corpus_score(texts[1:60], [texts[:59]])
     assert got["score"] == round(want.score, 4) and got["tok"] == "flores200"
+    # the option reached the command through the environment, which is as it was once main returns
+    assert "KBEST_BLEU_FLORES200_MODEL" not in os.environ
+    monkeypatch.setenv("KBEST_BLEU_FLORES101_MODEL", "mine.model")
+    assert main(["corpus", str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"), "-t", "spm",
+                 "--spm-model", str(model), "-w", "4"]) == 0
+    assert os.environ["KBEST_BLEU_FLORES101_MODEL"] == "mine.model"
     assert main(["corpus", str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"), "--spm-model", "x"]) == 2
 
 

@@ -13,7 +13,7 @@ import sys
 from importlib import import_module
 from typing import Optional, Sequence
 
-from .. import collector
+from .. import collector, settings
 from ..config import __version__
 from ..errors import InputError
 from .options import METRICS, Parser
@@ -66,7 +66,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from ..files.inputs import check_declared_outputs, command_scope
     from ..files.output import install_signal_handlers
     argv = sys.argv[1:] if argv is None else list(argv)
-    with command_scope():  # the files the command reads, registered as the options are parsed and files opened
+    # the files the command reads, registered as the options are parsed and files opened; the
+    # environment as it was when main returns (--spm-model sets a variable for the command's workers)
+    with command_scope(), settings.variables_restored():
         return _run(argv, check_declared_outputs, install_signal_handlers)
 
 

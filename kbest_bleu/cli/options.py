@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, NoReturn, Sequence
 
 from ..config import COMPATS, REF_LENGTH_POLICIES, TOKENIZERS, BleuConfig
+from .. import settings
 from ..errors import InputError
 
 # the metrics besides BLEU (kbest_bleu.metrics.base.REGISTRY); their cli modules import only argparse
@@ -214,10 +215,7 @@ def config_from(a: argparse.Namespace) -> BleuConfig:
     if a.spm_model:
         if a.tokenize not in ("flores101", "flores200", "spm"):
             raise InputError(f"--spm-model: expected with -t flores101, flores200 or spm; found -t {a.tokenize}")
-        import os
-
-        from ..tokenize import SPM_MODEL_ENV
-        os.environ[SPM_MODEL_ENV["flores101" if a.tokenize == "spm" else a.tokenize]] = str(Path(a.spm_model).resolve())
+        settings.set_spm_model("flores101" if a.tokenize == "spm" else a.tokenize, Path(a.spm_model).resolve())
     weights = None
     if a.weights:
         try:
