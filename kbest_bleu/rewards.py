@@ -16,6 +16,8 @@ with equal references are scored as one K-best list, the references prepared and
 
 from __future__ import annotations
 
+import numbers
+import re
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -72,8 +74,8 @@ def _as_list(x: Any, what: str) -> list:
     raise InputError(f"{what}: expected one entry per completion (a list), found {type(x).__name__}")
 
 
-def _text_rewards(completions: Sequence, references: Any, cfg: BleuConfig) -> np.ndarray:
-    hyps = [_completion_text(c, i) for i, c in enumerate(completions)]
+def _text_rewards(completions: Any, references: Any, cfg: BleuConfig) -> np.ndarray:
+    hyps = [_completion_text(c, i) for i, c in enumerate(_as_list(completions, "completions"))]
     refs = _as_list(references, "references")
     if len(refs) != len(hyps):
         raise InputError(f"references: expected one entry per completion ({len(hyps)}), found {len(refs)}; a "
@@ -96,14 +98,24 @@ def _id_rewards(completion_ids: Any, reference_ids: Any, pad_id: Any, cfg: BleuC
         raise InputError("completion_ids: token-id rewards need the completions' ids (TRL passes completion_ids); "
                          "pass completion_ids=[[...], ...]")
     refs = _as_list(reference_ids, "reference_ids")
-    n = len(completion_ids)
+    try:
+        n = len(completion_ids)
+    except TypeError:
+        raise InputError(f"completion_ids: expected one row of token ids per completion, found "
+                         f"{type(completion_ids).__name__}") from None
     if len(refs) != n:
         raise InputError(f"reference_ids: expected one entry per completion ({n}), found {len(refs)}; a dataset "
                          "column is repeated for each completion of its prompt")
     if n == 0:  # a batch without completions: no reward
         return np.zeros(0)
     ptr = _runs(refs)
-    return token_bleu(completion_ids, [refs[i] for i in ptr[:-1]], groups=ptr, pad_id=pad_id, config=cfg)
+    try:
+        return token_bleu(completion_ids, [refs[i] for i in ptr[:-1]], groups=ptr, pad_id=pad_id, config=cfg)
+    except InputError as exc:  # named as the trainer's arguments are, not as token_bleu's
+        raise InputError(re.sub(r"^hypotheses|^references", lambda m: _ID_ARGUMENTS[m.group()], str(exc))) from None
+
+
+_ID_ARGUMENTS = {"hypotheses": "completion_ids", "references": "reference_ids"}
 
 
 def make_bleu_reward(*, references: str = "references", reference_ids: str = "reference_ids", ids: bool = False,
@@ -129,8 +141,9 @@ def make_bleu_reward(*, references: str = "references", reference_ids: str = "re
     ``reward(completions=None, *, completion_ids=None, **columns) -> list[float]``
     """
     cfg = token_config(config, **bleu_options) if ids else BleuConfig.make(config, **bleu_options)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not np.isfinite(scale):
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real) or not np.isfinite(scale):
         raise InputError(f"scale: expected a finite number, found {scale!r}")
+    scale = float(scale)
     text_column, id_column = references, reference_ids
 
     def reward(completions: Any = None, *, completion_ids: Any = None, **columns: Any) -> list:

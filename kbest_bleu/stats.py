@@ -40,12 +40,17 @@ _POLICY_CODES = dict(zip(REF_LENGTH_POLICIES, (REF_CLOSEST, REF_SHORTEST, REF_AV
 
 
 def check_group_pointers(ptr: Any, n_rows: int) -> np.ndarray:
-    """Validate CSR group pointers int64[G+1]: non-decreasing from 0 to ``n_rows``."""
-    ptr = np.asarray(ptr, dtype=np.int64)
-    if ptr.ndim != 1 or ptr.size == 0 or ptr[0] != 0 or ptr[-1] != n_rows or (np.diff(ptr) < 0).any():
+    """Validate CSR group pointers int64[G+1]: integers, non-decreasing from 0 to ``n_rows``
+    (floats, strings or booleans are refused, not truncated)."""
+    try:
+        a = np.asarray(ptr)
+    except (ValueError, TypeError):  # ragged nesting
+        a = np.asarray(None)
+    if (a.dtype.kind not in "iu" or a.ndim != 1 or a.size == 0 or a[0] != 0 or a[-1] != n_rows
+            or (a[1:] < a[:-1]).any()):
         raise InputError(f"group pointers: expected a non-decreasing integer array from 0 to {n_rows} "
-                         f"(rows ptr[g]:ptr[g+1] form group g), found {ptr!r}")
-    return ptr
+                         f"(rows ptr[g]:ptr[g+1] form group g), found {ptr!r:.200}")
+    return a.astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,13 @@ def test_id_reward_padded_tensor_and_several_references():
     assert bleu_reward(completion_ids=[[5, 6, 7, 8]], reference_ids=[[5, 6, 7, 8]]) == [1.0]
     arrays = [np.array([5, 6, 7, 8])] * 2  # a column of arrays
     assert bleu_reward(completion_ids=[[5, 6, 7, 8], [1]], reference_ids=arrays)[0] == 1.0
+    # a padded (rows, references, length) column: an all-pad reference is absent, as token_bleu reads it
+    # (the rows' lists held it as a reference of length 0: 1.0 where sacrebleu gives 0.26359714)
+    padded = np.array([[[1, 2, 3, 4, 5, 6, 7], [0] * 7]])
+    got = make_bleu_reward(ids=True, pad_id=0)(completion_ids=np.array([[1, 2, 3, 0]]), reference_ids=padded)
+    assert got == token_bleu(np.array([[1, 2, 3, 0]]), padded, pad_id=0).tolist()
+    assert got[0] == pytest.approx(sacrebleu.sentence_bleu("1 2 3", ["1 2 3 4 5 6 7"], tokenize="none").score / 100,
+                                   rel=1e-12)
 
 
 @pytest.mark.parametrize("call", [
@@ -106,12 +113,24 @@ def test_id_reward_padded_tensor_and_several_references():
     lambda: make_bleu_reward()(COMPLETIONS, gold=REFERENCES),
     lambda: make_bleu_reward(ids=True)(completion_ids=[[1]], references=["a"]),
     lambda: make_bleu_reward(scale=float("nan")),
+    lambda: bleu_reward("abc", references=["abc"] * 3),  # a string is not a batch (it scored each character)
+    lambda: bleu_reward(completion_ids=5, reference_ids=[[1]]),
     lambda: make_bleu_reward(ids=True, tokenize="13a"),
     lambda: make_bleu_reward(compat="nope"),
 ])
 def test_bad_input_raises_input_error(call):
     with pytest.raises(InputError):
         call()
+
+
+def test_numpy_scale_and_errors_named_as_the_trainer_passes_them():
+    assert make_bleu_reward(scale=np.int64(100))(["a b c d"], references=["a b c d"]) == [100.0]
+    assert make_bleu_reward(ids=True, scale=np.float32(100))(completion_ids=[[1, 2, 3, 4]],
+                                                              reference_ids=[[1, 2, 3, 4]]) == [100.0]
+    with pytest.raises(InputError, match=r"^completion_ids: .*row 0, position 1 holds 2\.5"):
+        bleu_reward(completion_ids=[[1, 2.5]], reference_ids=[[1]])
+    with pytest.raises(InputError, match=r"^reference_ids: .*starts with 1\.0"):
+        bleu_reward(completion_ids=[[1]], reference_ids=np.array([[1.0]]))
 
 
 def test_several_references_as_arrays_and_bad_rows():

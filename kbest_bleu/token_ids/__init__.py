@@ -397,7 +397,9 @@ class TokenBleuScorer:
         self.dtype = _out_dtype(dtype)
         self.pad_id = pad_id
         k = kernels()
-        ids, ptr, self._entry_ptr = reference_rows(references, pad_id)
+        # copies: the rows may be views of the caller's array, which may change later (the direct
+        # id table is sized from these ids once)
+        ids, ptr, self._entry_ptr = (np.array(a) for a in reference_rows(references, pad_id))
         self._refs = (ids, ptr)
         for a in (ids, ptr, self._entry_ptr):
             a.setflags(write=False)

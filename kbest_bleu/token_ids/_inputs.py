@@ -22,19 +22,29 @@ def _pad_value(pad_id: Any) -> Optional[int]:
     pad = int(pad_id)
     if not -(1 << 63) <= pad < (1 << 64):
         raise InputError(f"pad_id: {pad} does not fit a 64-bit id")
-    return pad - (1 << 64) if pad >= (1 << 63) else pad  # a uint64 pad as the int64 with its bits
+    return pad
+
+
+def _pad_in(pad: Optional[int], dtype: np.dtype) -> Optional[int]:
+    """The pad id as the int64 that ids of ``dtype`` are compared as (uint64 ids are read as int64
+    with the same bits, :func:`_integer_array`), or None where no value of ``dtype`` equals it: a
+    pad outside the dtype (2**64 - 1 beside int8 ids, -100 beside uint32 ids) occurs nowhere."""
+    if pad is None or not _fits(pad, dtype):
+        return None
+    return pad - (1 << 64) if pad >= (1 << 63) else pad
 
 
 def _integer_array(arr: np.ndarray, what: str) -> np.ndarray:
-    """``arr`` as an integer array whose values compare as the ids do: uint64 is read as int64 with
-    the same bits (a bijection, so equality is kept); bools, floats and objects are refused."""
+    """``arr`` as an integer array in this machine's byte order whose values compare as the ids do:
+    uint64 is read as int64 with the same bits (a bijection, so equality is kept); bools, floats
+    and objects are refused."""
     kind = arr.dtype.kind
-    if kind == "u" and arr.dtype.itemsize == 8:
-        return arr.view(np.int64)
     if kind not in "iu":
         raise InputError(f"{what}: expected integer token ids, found dtype {arr.dtype}; pass integer ids "
                          "(e.g. a tensor of dtype int64 or int32)")
-    return arr
+    if not arr.dtype.isnative:  # big-endian bytes (a file's, a network's): the same values in native order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr.view(np.int64) if kind == "u" and arr.dtype.itemsize == 8 else arr
 
 
 def _from_object(x: Any, what: str) -> Any:
@@ -73,9 +83,11 @@ def kernels() -> Any:
 
 def _padded_rows(arr: np.ndarray, pad: Optional[int], what: str) -> tuple[np.ndarray, np.ndarray]:
     """CSR (ids int64[T], ptr int64[B+1]) of the rows of a 2-D id array without their pad ids."""
+    dtype = arr.dtype
     arr = _integer_array(arr, what)
+    pad = _pad_in(pad, dtype)
     n_rows, width = arr.shape
-    if pad is None or not _fits(pad, arr.dtype):
+    if pad is None:
         return np.ascontiguousarray(arr, dtype=np.int64).reshape(-1), np.arange(n_rows + 1, dtype=np.int64) * width
     k = kernels()
     # one pass of a small kernel: 2.5-4x faster than numpy's mask, count and compress
@@ -117,34 +129,47 @@ def _ragged_rows(rows: Sequence, pad: Optional[int], what: str) -> tuple[np.ndar
     if n == 0:
         return np.zeros(0, np.int64), ptr
     if all(isinstance(r, (list, tuple)) for r in rows):
-        try:
-            np.cumsum(np.fromiter(map(len, rows), np.int64, count=n), out=ptr[1:])
-            # array('q') refuses floats, strings and ids beyond int64, where np.fromiter would convert;
-            # from a list it takes ~half the time it takes from an iterator (64 rows of ~53 ids: 102 -> 66 us)
-            ids = np.frombuffer(array.array("q", list(itertools.chain.from_iterable(rows))), np.int64)
-        except (TypeError, OverflowError) as exc:
-            raise InputError(f"{what}: expected sequences of integer token ids that fit in int64 ({exc}); "
-                             f"{_first_bad(rows)}") from None
-        return _drop_pad(ids, ptr, pad)
-    parts = []
+        np.cumsum(np.fromiter(map(len, rows), np.int64, count=n), out=ptr[1:])
+        # from a list, array('q') takes ~half the time it takes from an iterator (64 rows of ~53 ids: 102 -> 66 us)
+        ids = _list_ids(list(itertools.chain.from_iterable(rows)), rows, what)
+        return _drop_pad(ids, ptr, _pad_in(pad, _INT64))
+    parts = []  # rows of several kinds (arrays, tensors, lists): each by its own dtype, pad ids dropped
     for i, r in enumerate(rows):
         a = _from_object(r, f"{what}[{i}]")
-        a = np.asarray(a) if isinstance(a, (list, tuple)) else a
+        if isinstance(a, (list, tuple)):
+            a = _list_ids(list(a), [a], what, first_row=i)
         if not isinstance(a, np.ndarray) or a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
             raise InputError(f"{what}: row {i} is {type(r).__name__}"
                              f"{'' if not isinstance(a, np.ndarray) else f' of shape {a.shape}, dtype {a.dtype}'}; "
                              "expected a 1-D sequence of integer token ids")
-        parts.append(_integer_array(a, f"{what}[{i}]") if a.size else a.astype(np.int64))
+        if a.size:
+            p = _pad_in(pad, a.dtype)
+            a = _integer_array(a, f"{what}[{i}]")
+            a = a[a != p] if p is not None else a
+        parts.append(a)
         ptr[i + 1] = ptr[i] + a.size
-    ids = np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros(0, np.int64)
-    return _drop_pad(ids, ptr, pad)
+    return np.concatenate(parts).astype(np.int64, copy=False), ptr
 
 
-def _first_bad(rows: Sequence) -> str:
+_INT64 = np.dtype(np.int64)
+
+
+def _list_ids(ids: list, rows: Sequence, what: str, first_row: int = 0) -> np.ndarray:
+    """int64[T] of a list of Python ints: array('q') refuses floats, strings and ids beyond int64,
+    where np.fromiter or np.asarray would convert them (a bool is the int it is, True = 1, as in
+    Python). ``rows``: where they came from (numbered from ``first_row``), for the message."""
+    try:
+        return np.frombuffer(array.array("q", ids), np.int64)
+    except (TypeError, OverflowError) as exc:
+        raise InputError(f"{what}: expected sequences of integer token ids that fit in int64 ({exc}); "
+                         f"{_first_bad(rows, first_row)}") from None
+
+
+def _first_bad(rows: Sequence, first_row: int = 0) -> str:
     """Where the first non-integer (or too large) id of a ragged input is, for the message."""
-    for i, r in enumerate(rows):
+    for i, r in enumerate(rows, first_row):
         for j, t in enumerate(r):
-            if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Integral) or not (
+            if isinstance(t, np.bool_) or not isinstance(t, numbers.Integral) or not (
                     -(1 << 63) <= int(t) < (1 << 63)):
                 return f"row {i}, position {j} holds {t!r}"
     return "check the rows' types"
@@ -168,6 +193,7 @@ def _arrow_rows(x: Any, pad: Optional[int], what: str) -> tuple[np.ndarray, np.n
         raise InputError(f"{what}: a list holds a null id; expected integer token ids only")
     ids = _arrow_numbers(values)
     off = _arrow_numbers(x.offsets).astype(np.int64)
+    pad = _pad_in(pad, ids.dtype)
     return _drop_pad(_integer_array(ids, what).astype(np.int64, copy=False), off - off[0], pad)
 
 
@@ -225,8 +251,10 @@ def reference_rows(refs: Any, pad_id: Any) -> tuple[np.ndarray, np.ndarray, np.n
                 raise InputError(f"{what}: entry {int(np.flatnonzero(a.is_null().to_pylist())[0])} is null; "
                                  "expected a list of references (use [] for none)")
             off = _arrow_numbers(a.offsets).astype(np.int64)
-            ids, ptr = _arrow_rows(a.flatten(), pad, what)
-            return ids, ptr, off - off[0]
+            inner = a.flatten()
+            ids, ptr = _arrow_rows(inner, pad, what)
+            raw = _arrow_numbers(inner.offsets).astype(np.int64)
+            return _without_absent(ids, ptr, raw - raw[0], off - off[0])
         ids, ptr = _arrow_rows(a, pad, what)
         return ids, ptr, np.arange(len(ptr), dtype=np.int64)
     refs = _from_object(refs, what)
@@ -235,16 +263,12 @@ def reference_rows(refs: Any, pad_id: Any) -> tuple[np.ndarray, np.ndarray, np.n
             ids, ptr = _padded_rows(refs, pad, what)
             return ids, ptr, np.arange(len(ptr), dtype=np.int64)
         if refs.ndim == 3:  # (entries, references, length); an all-pad reference is absent
-            e, r, _ = refs.shape
-            ids, ptr = _padded_rows(refs.reshape(e * r, refs.shape[2]), pad, what)
-            absent = ptr[1:] == ptr[:-1]
-            if pad is None or not absent.any():  # every entry has its r references (~8 us less than the mask)
-                return ids, ptr, np.arange(e + 1, dtype=np.int64) * r
-            present = ~absent.reshape(e, r)
-            entry_ptr = np.zeros(e + 1, np.int64)
-            np.cumsum(present.sum(1), out=entry_ptr[1:])
-            # absent references are empty: the kept ones stay contiguous
-            return ids, np.append(ptr[:-1][present.ravel()], ptr[-1]), entry_ptr
+            e, r, width = refs.shape
+            ids, ptr = _padded_rows(refs.reshape(e * r, width), pad, what)
+            entry_ptr = np.arange(e + 1, dtype=np.int64) * r
+            if pad is None:  # every entry has its r references (~8 us less than the mask)
+                return ids, ptr, entry_ptr
+            return _without_absent(ids, ptr, np.arange(e * r + 1, dtype=np.int64) * width, entry_ptr)
         raise InputError(f"{what}: expected a 2-D array (one reference per entry) or a 3-D array (entries x "
                          f"references x length), found shape {refs.shape}")
     if isinstance(refs, np.ndarray):
@@ -258,20 +282,33 @@ def reference_rows(refs: Any, pad_id: Any) -> tuple[np.ndarray, np.ndarray, np.n
     counts, flat = [], []
     for i, entry in enumerate(refs):
         entry = _from_object(entry, f"{what}[{i}]")
-        if isinstance(entry, np.ndarray) and entry.ndim == 2 and entry.dtype != object:
-            eids, eptr = _padded_rows(entry, pad, f"{what}[{i}]")
-            entry = [eids[eptr[j]:eptr[j + 1]] for j in range(len(eptr) - 1)]
-            if pad is not None:
-                entry = [x for x in entry if x.size]  # an all-pad reference is absent
-        elif not isinstance(entry, (list, tuple, np.ndarray)):
+        if not isinstance(entry, (list, tuple, np.ndarray)):
             raise InputError(f"{what}: entry {i} is {type(entry).__name__}; expected a list of references, each "
                              "a sequence of token ids")
         counts.append(len(entry))
-        flat.extend(entry)
+        flat.extend(entry)  # a 2-D array's rows, or the list's references
     ids, ptr = _ragged_rows(flat, pad, what)
     entry_ptr = np.zeros(len(refs) + 1, np.int64)
     np.cumsum(counts, out=entry_ptr[1:])
-    return ids, ptr, entry_ptr
+    if pad is None:
+        return ids, ptr, entry_ptr
+    raw = np.zeros(len(flat) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, flat), np.int64, count=len(flat)), out=raw[1:])
+    return _without_absent(ids, ptr, raw, entry_ptr)
+
+
+def _without_absent(ids: np.ndarray, ptr: np.ndarray, raw_ptr: np.ndarray, entry_ptr: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The references without those that were all padding: some ids before the pad ids were dropped
+    (``raw_ptr``, the CSR offsets before), none after (``ptr``). Every input form reads them so,
+    each entry keeping its other references; a reference given empty stays, as "" in the text path."""
+    absent = (ptr[1:] == ptr[:-1]) & (raw_ptr[1:] != raw_ptr[:-1])
+    if not absent.any():
+        return ids, ptr, entry_ptr
+    kept = np.zeros(absent.size + 1, np.int64)
+    np.cumsum(~absent, out=kept[1:])
+    # absent references are empty: the kept ones stay contiguous
+    return ids, np.append(ptr[:-1][~absent], ptr[-1]), kept[entry_ptr]
 
 
 def _depth(refs: Sequence) -> int:
@@ -296,5 +333,7 @@ def _depth(refs: Sequence) -> int:
         first = e[0]
         if isinstance(first, numbers.Integral) or (isinstance(first, np.ndarray) and first.ndim == 0):
             return 1
+        if isinstance(first, (numbers.Number, str, bytes)):
+            raise InputError(f"references: an entry starts with {first!r}; expected integer token ids")
         return 2
     return 1

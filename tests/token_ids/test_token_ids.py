@@ -259,6 +259,21 @@ def test_ids_near_int64_limits_and_uint64():
     assert _stats_rows(token_ngram_stats(u, ref.view(np.uint64))) == _stats_rows(st_)
     assert list(token_rows(u, pad_id=(1 << 64) - 1)[0]) == [I64_MAX, I64_MIN, 5, I64_MAX]
     assert list(token_rows(np.array([[1, -1]], np.int64).view(np.uint64), pad_id=(1 << 64) - 1)[0]) == [1]
+    # 2**64 - 1 is a uint64's pad only: beside signed ids it occurs nowhere (it dropped every -1)
+    for signed in (np.array([[1, -1]], np.int8), [[1, -1]], pa.array([[1, -1]], pa.list_(pa.int32()))):
+        assert list(token_rows(signed, pad_id=(1 << 64) - 1)[0]) == [1, -1]
+    assert list(token_rows(pa.array([[1, (1 << 64) - 1]], pa.list_(pa.uint64())), pad_id=(1 << 64) - 1)[0]) == [1]
+
+
+@pytest.mark.parametrize("dtype", [">i8", ">u8", ">i4", ">u4", ">i2"])
+def test_big_endian_ids_are_read_by_value(dtype):
+    """Bytes in the other order were read as other ids (a '>u8' 1 as 2**56) or failed in numba."""
+    hyp, ref = np.array([[1, 2, 3, 4, 0]], dtype), np.array([[1, 2, 3, 0, 0]], dtype)
+    native = hyp.astype(hyp.dtype.newbyteorder("=")), ref.astype(ref.dtype.newbyteorder("="))
+    assert list(token_rows(hyp)[0]) == [1, 2, 3, 4, 0]
+    for pad in (None, 0):
+        np.testing.assert_array_equal(token_bleu(hyp, ref, pad_id=pad), token_bleu(*native, pad_id=pad))
+    assert token_bleu(hyp[:, :3], ref[:, :3])[0] == 1.0
 
 
 def test_empty_rows_and_batches():
@@ -344,6 +359,15 @@ def test_reference_forms_several_per_entry():
     np.testing.assert_array_equal(token_bleu(hyps, pa.array(nested, pa.list_(pa.list_(pa.int64())))), want)
     np.testing.assert_array_equal(token_bleu(hyps, [np.array(e[0])[None] if len(e) == 1 else
                                                     [np.array(x) for x in e] for e in nested]), want)
+    # an all-pad reference is absent in every form (lists and Arrow read it as a reference of length 0,
+    # so the brevity penalty of a short hypothesis was 1; sacrebleu: 0.26359714 against the other alone)
+    short, text = [[1, 2, 3]], score_kbest(["1 2 3"], [["1 2 3 4 5 6 7"]], tokenize="none")
+    entry = [[1, 2, 3, 4, 5, 6, 7], [PAD] * 7]
+    for form in (np.array([entry]), [entry], pa.array([entry]), [np.array(entry)], [[np.array(r) for r in entry]]):
+        np.testing.assert_array_equal(token_bleu(short, form, pad_id=PAD), text)
+    # a reference given empty is a reference of length 0, as "" in the text path
+    np.testing.assert_array_equal(token_bleu(short, [[[1, 2, 3, 4, 5, 6, 7], []]], pad_id=PAD),
+                                  score_kbest(["1 2 3"], [["1 2 3 4 5 6 7", ""]], tokenize="none"))
     # no reference at all: scored as the text path scores it
     none = token_bleu([[1, 2]], [[]], compat="moses")
     assert none.tolist() == score_kbest(["1 2"], [[]], tokenize="none", compat="moses").tolist()
@@ -357,6 +381,14 @@ def test_groups_sizes_and_pointers():
     want = token_bleu(hyps, [refs[0], refs[0], refs[1], refs[1], refs[1]])
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(token_bleu(hyps[:4], refs, groups=2), want[:4])
+    np.testing.assert_array_equal(token_bleu(hyps, refs, groups=np.array(ptr, np.uint8)), want)
+    # pointers that are not integers were truncated ([0, 2.9, 5] read as [0, 2, 5]) or raised numpy's errors
+    for bad in ([0, 2.9, 5], np.array([0.0, 2, 5]), ["0", "2", "5"], [0, 1 << 70, 5], [True, True]):
+        with pytest.raises(InputError, match="row pointers"):
+            token_bleu(hyps, refs, groups=bad)
+    for bad in (None, "0 2 5", [0, 1.5, 5]):
+        with pytest.raises(InputError, match="group pointers"):
+            segment_token_stats(hyps, refs, bad)
 
 
 def test_segment_stats_as_the_batch_job_counts():
@@ -379,6 +411,16 @@ def test_segment_stats_as_the_batch_job_counts():
 
 
 # --- scorer, pairwise, self-BLEU ----------------------------------------------------------------
+
+def test_scorer_keeps_its_references_when_the_callers_array_changes():
+    """The scorer viewed a C-contiguous int64 array: changed afterwards, it scored against the new
+    ids, or past its id table (a segmentation fault)."""
+    refs = np.array([[1, 2, 3, 4]])
+    scorer = TokenBleuScorer(refs, compat="moses")
+    refs[0] = 10 ** 9
+    assert scorer(np.array([[1, 2, 3, 4]]))[0] == 1.0
+    assert scorer(np.array([[10 ** 9] * 4]))[0] == token_bleu([[10 ** 9] * 4], [[1, 2, 3, 4]], compat="moses")[0]
+
 
 def test_scorer_equals_token_bleu():
     hyps, refs, g = _random_table(3, n_seg=6, g=2)
@@ -439,6 +481,8 @@ def test_pairwise_and_self_bleu_equal_token_bleu():
     lambda: token_bleu([[1, 2.5]], [[1]]),
     lambda: token_bleu([["a"]], [[1]]),
     lambda: token_bleu([[1 << 64]], [[1]]),
+    lambda: token_bleu([np.array([1, 2]), [(1 << 64) - 1]], [[1], [1]]),  # a list beside arrays: read as -1
+    lambda: token_bleu([[1]], [[1.0]]),
     lambda: token_bleu(np.ones((2, 3, 4), np.int64), [[1], [2]]),
     lambda: token_bleu([[1]], [[1], [2]]),
     lambda: token_bleu([[1], [2], [3]], [[1]], groups=2),
