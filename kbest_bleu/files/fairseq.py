@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterator, Optional, TextIO
+from typing import Iterator, Optional, Sequence, TextIO
 
 import pyarrow as pa
 
@@ -136,12 +136,12 @@ COLUMNS = ("hypothesis", "hypothesis_tok", "model_score", "model_score_text", "s
            "detokenized", "prelude", "extra_lines")
 
 
-def write_fairseq(path: "str | os.PathLike", out: TextIO, score_field: str, raw: bool) -> int:
+def write_fairseq(path: "str | os.PathLike", out: TextIO, score_field: str, raw: bool, key: Sequence[str] = ("segment_id",)) -> int:
     """Write the parquet K-best table ``path`` as fairseq-generate output to ``out``: the ``H-``
     and ``D-`` score fields hold ``score_field``; ``raw``: the table was read from fairseq output
     (its raw lines and score texts are written as read). Returns the rows written."""
     n = 0
-    for segment, rows in segments(path, (*COLUMNS, score_field)):
+    for segment, rows in segments(path, (*COLUMNS, score_field), key):
         if not isinstance(segment, int):
             raise InputError(f"{path}: fairseq output needs integer sample ids in segment_id, found {segment!r}")
         if rows.get("prelude") and rows["prelude"][0] is not None:

@@ -36,6 +36,9 @@ READER_COLUMNS = frozenset({
     "references", "detokenized", "prelude", "extra_lines", "features", "feature_values", "alignment", "word_scores",
     "extra_fields", "record", "hyp_fields", "id"})
 META_FORMAT = b"kbest_bleu.format"
+# the keys the JSON writers put where they write the added columns: each hypothesis (nested), each line (Sockeye)
+_JSON_KEYS = {"nested": frozenset({"text", "score"}),
+              "sockeye": frozenset({"sentence_id", "translation", "translations", "score", "scores"})}
 _SAMPLE_LINES, _SAMPLE_CHARS = 200, 1 << 16
 
 
@@ -209,16 +212,24 @@ def write_format(src: "str | os.PathLike", dst: "str | os.PathLike", fmt: str, *
     if fmt not in WRITABLE:
         hint = " (plain text has no place for a score; write parquet or nested)" if fmt == "text" else ""
         raise InputError(f"--to: expected one of parquet, {', '.join(WRITABLE)}, found {fmt!r}{hint}")
+    from .references import META_SEGMENT
+
     schema = pq.read_schema(src)
     names = list(schema.names)
-    for name in ("segment_id", "hypothesis"):
+    meta = schema.metadata or {}
+    # the lists as the table was scored (score --seg-col, kept in its metadata), else the readers' segment_id
+    key = json.loads(meta[META_SEGMENT]) if META_SEGMENT in meta else ["segment_id"]
+    for name in (*key, "hypothesis"):
         if name not in names:
             raise InputError(f"{src}: no {name!r} column, needed to write {fmt}; columns are {', '.join(names)}")
-    meta = schema.metadata or {}
     raw = meta.get(META_FORMAT) == fmt.encode() or (fmt == "nbest" and b"kbest_bleu.nbest_separator" in meta)
     if fmt in ("sockeye", "nested"):
         from .json_kbest import write_nested, write_sockeye
         added = [c for c in names if c not in READER_COLUMNS]
+        taken = sorted(set(added) & _JSON_KEYS[fmt])
+        if taken:  # json.dumps would write the column's value over the hypotheses' own key
+            raise InputError(f"{src}: column {taken[0]!r} has the name of {fmt}'s own key {taken[0]!r}, which it would "
+                             f"overwrite; rename the column (or write parquet)")
         write, field = (write_sockeye if fmt == "sockeye" else write_nested), added
     else:
         field = score_field or ("bleu" if "bleu" in names else "model_score")
@@ -226,7 +237,7 @@ def write_format(src: "str | os.PathLike", dst: "str | os.PathLike", fmt: str, *
             raise InputError(f"--score-field: no column {field!r} in {src}; columns are {', '.join(names)}")
         write = _line_writer(fmt, src)
     with atomic_output(dst, inputs, option) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
-        return write(src, out, field, raw)
+        return write(src, out, field, raw, key=key)
 
 
 def _line_writer(fmt: str, src: "str | os.PathLike"):
@@ -236,7 +247,7 @@ def _line_writer(fmt: str, src: "str | os.PathLike"):
         return write_fairseq
     if fmt == "nbest":
         separator = tt.moses_separator(src)
-        return lambda path, out, field, raw: tt.write_moses(path, out, field, raw, separator)
+        return lambda path, out, field, raw, key: tt.write_moses(path, out, field, raw, key, separator)
     return {"marian": tt.write_marian, "opennmt-tf": tt.write_opennmt_tf, "opennmt-py": tt.write_opennmt_py}[fmt]
 
 

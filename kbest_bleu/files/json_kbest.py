@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Iterator, Optional, TextIO
+from typing import Iterator, Optional, Sequence, TextIO
 
 import pyarrow as pa
 
@@ -183,13 +183,13 @@ def read_nested(path: "str | os.PathLike", compression: Optional[str] = None, *,
     yield table.rows.take()
 
 
-def write_sockeye(path, out: TextIO, added: list, raw: bool) -> int:
+def write_sockeye(path, out: TextIO, added: list, raw: bool, key: Sequence[str] = ("segment_id",)) -> int:
     """Sockeye JSON lines (``json.dumps(..., sort_keys=True)`` as Sockeye writes them): each read
     line back with every added column (``added``: ``bleu``...) as a list beside ``translations`` (a value
     beside ``translation`` for 1-best lines); a table from elsewhere as ``sentence_id``,
     ``translation``/``score`` (the first row) and ``translations``/``scores``."""
     n = 0
-    for segment, rows in segments(path, ("hypothesis", "model_score", "model_score_text", "record", *added)):
+    for segment, rows in segments(path, ("hypothesis", "model_score", "model_score_text", "record", *added), key):
         k = len(rows["hypothesis"])
         if raw and rows.get("model_score_text"):
             scores = [json.loads(s) for s in rows["model_score_text"]]
@@ -212,13 +212,13 @@ def write_sockeye(path, out: TextIO, added: list, raw: bool) -> int:
     return n
 
 
-def write_nested(path, out: TextIO, added: list, raw: bool) -> int:
+def write_nested(path, out: TextIO, added: list, raw: bool, key: Sequence[str] = ("segment_id",)) -> int:
     """Nested JSON lines: each read line back (keys in their order) with every added column
     (``added``: ``bleu``...) in each hypothesis object; a table from elsewhere as ``id`` (the segment),
     ``src``, ``refs`` and ``hyps`` with ``text`` and ``score`` (the model score)."""
     n = 0
     for segment, rows in segments(path, ("hypothesis", "model_score", "source", "references", "id", "record",
-                                         "hyp_fields", *added)):
+                                         "hyp_fields", *added), key):
         mine = raw and rows.get("record") and rows["record"][0] is not None
         if mine:
             obj = json.loads(rows["record"][0])

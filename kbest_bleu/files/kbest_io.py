@@ -189,32 +189,47 @@ _ARRAY = {INT: _ints, FLOAT: _floats, BOOL: _bools, STRING: _strings,
           STRINGS: lambda v: _list(v, _strings), FLOATS: lambda v: _list(v, _floats)}
 
 
-def segments(path: "str | os.PathLike", columns: Sequence[str], segment: str = "segment_id",
+def segments(path: "str | os.PathLike", columns: Sequence[str], key: Sequence[str] = ("segment_id",),
              batch_rows: Optional[int] = None) -> Iterator[tuple]:
-    """(segment value, rows) for each run of equal ``segment`` values of a parquet file, in file
-    order; ``rows`` maps each of ``columns`` (those the file has) to the run's Python values. Read
-    batch by batch: memory is one batch plus the current segment."""
+    """(segment, rows) for each K-best list of a parquet file, in file order: the runs of equal
+    values of the ``key`` columns (the segment key the table was scored with); ``segment`` is the
+    ``segment_id`` value when that is the key, else the list's ordinal 0, 1, ... (a key of several
+    columns, ``lp`` and ``segment_id``, repeats segment ids). ``rows`` maps each of ``columns``
+    (those the file has) to the run's Python values. A key that comes back after another list's is
+    refused: written as two lists (or one with two ids), it would not read back as the one it is.
+    Read batch by batch: memory is one batch, the current list and the keys seen."""
     import pyarrow.parquet as pq
 
+    from ..errors import InputError
+
     pf = pq.ParquetFile(path)
-    have = [c for c in dict.fromkeys([segment, *columns]) if c in pf.schema_arrow.names]
-    current, rows = None, None
+    key = list(key)
+    have = [c for c in dict.fromkeys([*key, *columns]) if c in pf.schema_arrow.names]
+    seen: set = set()
+    current, rows, row0 = None, None, 0
     for batch in pf.iter_batches(batch_size=batch_rows or settings.FORMAT_BATCH_ROWS, columns=have):
         values = {c: batch.column(c).to_pylist() for c in have}
-        keys = values[segment]
+        keys = values[key[0]] if len(key) == 1 else list(zip(*(values[c] for c in key)))
         start = 0
         for i in range(1, len(keys) + 1):
             if i == len(keys) or keys[i] != keys[start]:
                 if rows is not None and keys[start] != current:
-                    yield current, rows
+                    yield (current if key == ["segment_id"] else len(seen) - 1), rows
                     rows = None
                 if rows is None:
+                    if keys[start] in seen:
+                        raise InputError(f"{path}: segment {keys[start]!r} ({', '.join(key)}) comes again at row "
+                                         f"{row0 + start} after other segments; a K-best list is written from "
+                                         "contiguous rows: sort the table by its segment key first (kbest-bleu "
+                                         "score --sort)")
+                    seen.add(keys[start])
                     current, rows = keys[start], {c: [] for c in have}
                 for c in have:
                     rows[c].extend(values[c][start:i])
                 start = i
+        row0 += len(keys)
     if rows is not None:
-        yield current, rows
+        yield (current if key == ["segment_id"] else len(seen) - 1), rows
 
 
 def write_batches(batches: Iterable[pa.RecordBatch], dst: "str | os.PathLike", codec: str = "lz4") -> int:

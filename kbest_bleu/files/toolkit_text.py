@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Iterator, Optional, TextIO
+from typing import Iterator, Optional, Sequence, TextIO
 
 import pyarrow as pa
 
@@ -180,12 +180,21 @@ def read_fixed_k(path: "str | os.PathLike", fmt: str, nbest_size: Optional[int],
     yield rows.take()
 
 
-def _line_writer(path, out: TextIO, score_field: str, raw: bool, form, separator: Optional[str] = SEP.strip()) -> int:
-    """Write each row as ``form`` lays out its fields; a field the format's reader would split
-    differently (a line break, the ``separator``, ``|||`` by default) is refused (:func:`field_text`)."""
-    n = 0
+def _line_writer(path, out: TextIO, score_field: str, raw: bool, key: Sequence[str], form,
+                 separator: Optional[str] = SEP.strip(), fixed_k: bool = False) -> int:
+    """Write each row as ``form`` lays out its fields, the K-best lists split by the segment ``key``
+    (:func:`~kbest_bleu.files.kbest_io.segments`); a field the format's reader would split
+    differently (a line break, the ``separator``, ``|||`` by default) is refused (:func:`field_text`).
+    ``fixed_k``: the format has no segment id (OpenNMT: K lines per source, read back with
+    --nbest-size K), so lists of different sizes are refused."""
+    n, k = 0, None
     for segment, rows in segments(path, ("hypothesis", "model_score", "model_score_text", "features", "extra_fields",
-                                         score_field)):
+                                         score_field), key):
+        if fixed_k and k is not None and len(rows["hypothesis"]) != k:
+            raise InputError(f"{path}: segment {segment} has {len(rows['hypothesis'])} hypotheses, the ones before "
+                             f"{k}; this format has no segment ids (K lines per source, read with --nbest-size K), "
+                             "so every list needs the same K: write nested or parquet instead")
+        k = len(rows["hypothesis"])
         for i, hyp in enumerate(rows["hypothesis"]):
             extra = rows["extra_fields"][i] if rows.get("extra_fields") else None
             features = rows["features"][i] if rows.get("features") else None
@@ -198,20 +207,20 @@ def _line_writer(path, out: TextIO, score_field: str, raw: bool, form, separator
     return n
 
 
-def write_marian(path, out: TextIO, score_field: str, raw: bool) -> int:
+def write_marian(path, out: TextIO, score_field: str, raw: bool, key: Sequence[str] = ("segment_id",)) -> int:
     """Marian n-best lines (the module text) with ``score_field`` as the last field; the features
     and optional fields as read (empty features for a table without them)."""
     def form(seg, hyp, score, extra, features):
         return SEP.join([str(seg), hyp] + ([extra] if extra is not None else []) + [features or "", score])
-    return _line_writer(path, out, score_field, raw, form)
+    return _line_writer(path, out, score_field, raw, key, form)
 
 
-def write_moses(path, out: TextIO, score_field: str, raw: bool, separator: str = SEP) -> int:
+def write_moses(path, out: TextIO, score_field: str, raw: bool, key: Sequence[str] = ("segment_id",), separator: str = SEP) -> int:
     """Moses n-best lines ``id ||| hypothesis ||| features ||| score [||| extra fields]`` with
     ``score_field`` as the score (``separator``: " ||| " or "|||", as the file read had it)."""
     def form(seg, hyp, score, extra, features):
         return separator.join([str(seg), hyp, features or "", score] + ([extra] if extra is not None else []))
-    return _line_writer(path, out, score_field, raw, form)
+    return _line_writer(path, out, score_field, raw, key, form)
 
 
 def moses_separator(path: "str | os.PathLike") -> str:
@@ -221,14 +230,15 @@ def moses_separator(path: "str | os.PathLike") -> str:
     return ((pq.read_schema(path).metadata or {}).get(META_SEPARATOR) or SEP.encode()).decode()
 
 
-def write_opennmt_tf(path, out: TextIO, score_field: str, raw: bool) -> int:
+def write_opennmt_tf(path, out: TextIO, score_field: str, raw: bool, key: Sequence[str] = ("segment_id",)) -> int:
     """OpenNMT-tf lines ``score ||| hypothesis [||| token scores] [||| alignment]``."""
     def form(hyp, score, extra, **_):
         return SEP.join([score, hyp] + ([extra] if extra is not None else []))
-    return _line_writer(path, out, score_field, raw, form)
+    return _line_writer(path, out, score_field, raw, key, form, fixed_k=True)
 
 
-def write_opennmt_py(path, out: TextIO, score_field: str, raw: bool) -> int:
+def write_opennmt_py(path, out: TextIO, score_field: str, raw: bool, key: Sequence[str] = ("segment_id",)) -> int:
     """OpenNMT-py lines ``hypothesis<TAB>score``."""
     # the reader splits at the last tab: a tab inside the hypothesis reads back
-    return _line_writer(path, out, score_field, raw, lambda hyp, score, **_: f"{hyp}\t{score}", separator=None)
+    return _line_writer(path, out, score_field, raw, key, lambda hyp, score, **_: f"{hyp}\t{score}", separator=None,
+                        fixed_k=True)

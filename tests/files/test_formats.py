@@ -348,6 +348,8 @@ def test_text_that_would_not_read_back_is_refused(tmp_path, capsys, fmt, column,
     rows = {"segment_id": [0, 0, 1], "hypothesis": ["a b", "c d", "e f"], "model_score": [-1.0, -2.0, -0.5],
             "features": ["lm= -1", "lm= -2", "lm= -3"]}
     rows[column][1] = value
+    if fmt.startswith("opennmt"):  # no segment ids: every list of the same size (here 1)
+        rows["segment_id"] = [0, 1, 2]
     src = tmp_path / "t.parquet"
     pq.write_table(pa.table(rows), src)
     out = tmp_path / f"out.{fmt}"
@@ -361,7 +363,8 @@ def test_text_that_would_not_read_back_is_refused(tmp_path, capsys, fmt, column,
         assert pq.read_table(again)["hypothesis"].to_pylist()[1] == value
         return
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert said in err and "hypothesis 1" in err and not out.exists()
+    assert said in err and ("segment 1, hypothesis 0" if fmt.startswith("opennmt") else "hypothesis 1") in err
+    assert not out.exists()
 
 
 # ---- streaming and errors -----------------------------------------------------------------------
@@ -541,3 +544,57 @@ def test_fairseq_source_and_target_lines_that_would_not_read_back(tmp_path, caps
     assert main(["convert", str(src), str(out), "--to", "fairseq"]) == 2
     err = capsys.readouterr().err
     assert "column 'references' holds '\\n'" in err and not out.exists(), err
+
+
+# ---- writing back by the segment key --------------------------------------------------------------
+
+def _two_language_pairs(tmp_path):
+    """Two lists sharing segment_id 0, told apart by lp (score --seg-col lp,segment_id)."""
+    rows = {"lp": ["de", "de", "fr", "fr"], "segment_id": [0, 0, 0, 0],
+            "hypothesis": ["the cat sat on the mat", "a cat", "le chat est assis", "un chat"],
+            "references": [["the cat sat on the mat"]] * 2 + [["le chat est assis"]] * 2}
+    src = tmp_path / "two.parquet"
+    pq.write_table(pa.table(rows), src)
+    return src, rows
+
+
+@pytest.mark.parametrize("fmt", ["nested", "sockeye", "fairseq", "nbest", "marian"])
+def test_written_lists_follow_the_segment_key(tmp_path, capsys, fmt):
+    """Writers split lists by segment_id alone: the de and fr lists of segment 0 became one list
+    (nested: one line of 4 hypotheses with the de reference only; its 'le chat est assis' said
+    bleu 1.0 and scored 0.0 read back). Each list is now written as one, numbered by its position."""
+    src, rows = _two_language_pairs(tmp_path)
+    out = tmp_path / f"two.{fmt}"
+    assert main(["score", str(src), "--seg-col", "lp,segment_id", "-o", str(out), "--to", fmt, "-q"]) == 0, \
+        capsys.readouterr().err
+    back = read_kbest(out, "nbest") if fmt == "nbest" else read_table(out, fmt)
+    assert back["segment_id"].to_pylist() == [0, 0, 1, 1]
+    assert back["hypothesis"].to_pylist() == rows["hypothesis"]
+    if fmt == "nested":  # the references travel with the lists; the scores written equal sacrebleu's
+        lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+        assert [x["refs"] for x in lines] == [["the cat sat on the mat"], ["le chat est assis"]]
+        want = [BLEU(effective_order=True).sentence_score(h, r).score / 100
+                for h, r in zip(rows["hypothesis"], rows["references"])]
+        assert [h["bleu"] for x in lines for h in x["hyps"]] == pytest.approx(want, rel=1e-12)
+
+
+def test_a_list_in_two_runs_and_a_column_named_as_a_key_are_refused(tmp_path, capsys):
+    rows = {"segment_id": [0, 1, 0], "hypothesis": ["a b", "c d", "e f"], "model_score": [-1.0, -2.0, -3.0]}
+    src = tmp_path / "runs.parquet"
+    pq.write_table(pa.table(rows), src)
+    for fmt in ("nested", "fairseq", "marian"):  # nested split segment 0 in two lines; fairseq's file did not read back
+        assert main(["convert", str(src), str(tmp_path / f"o.{fmt}"), "--to", fmt]) == 2
+        err = capsys.readouterr().err
+        assert "segment 0 (segment_id) comes again at row 2" in err and "--sort" in err and err.count("\n") == 1
+    # a source column named text was written over each hypothesis's text
+    pq.write_table(pa.table({"segment_id": [0], "hypothesis": ["the cat"], "text": ["le chat"]}), src)
+    assert main(["convert", str(src), str(tmp_path / "o.nested"), "--to", "nested"]) == 2
+    assert "column 'text' has the name of nested's own key" in capsys.readouterr().err
+    pq.write_table(pa.table({"segment_id": [0], "hypothesis": ["the cat"], "translations": ["x"]}), src)
+    assert main(["convert", str(src), str(tmp_path / "o.json"), "--to", "sockeye"]) == 2
+    assert "'translations'" in capsys.readouterr().err
+    # OpenNMT has no segment ids: lists of 2 and 1 would read back as three of one, or shifted
+    pq.write_table(pa.table({"segment_id": [0, 0, 1], "hypothesis": ["a", "b", "c"], "model_score": [-1.0] * 3}), src)
+    assert main(["convert", str(src), str(tmp_path / "o.txt"), "--to", "opennmt-py"]) == 2
+    assert "every list needs the same K" in capsys.readouterr().err
+    assert not any(p.name.startswith("o.") for p in tmp_path.iterdir())
