@@ -20,7 +20,7 @@ from .counting import kernels
 from .counting.codes import RULES_13A, RULES_NONE, RULES_ZH
 from .counting.threads import thread_count
 from .errors import InputError
-from .smoothing import PRESETS, sacrebleu_sentence_one
+from .smoothing import PRESETS, moses_corpus_bleu, sacrebleu_sentence_one
 from .stats import BleuStats, check_group_pointers, counting_args, ngram_stats
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare_one
 
@@ -58,7 +58,8 @@ def _preset_scores(stats: BleuStats, cfg: BleuConfig, level: str):
     if stats.max_order < cfg.max_order:
         raise InputError(f"the statistics hold orders up to {stats.max_order} (+1) but max_order is "
                          f"{cfg.max_order}; recompute them with max_order >= {cfg.max_order}")
-    preset = PRESETS[cfg.compat]
+    # Moses scores a corpus without its sentence-level BLEU+1 smoothing (BleuScorer, multi-bleu.perl)
+    preset = moses_corpus_bleu if level == "corpus" and cfg.compat == "moses" else PRESETS[cfg.compat]
     return preset(stats.matches.astype(np.float64), stats.totals.astype(np.float64),
                   stats.hyp_len.astype(np.float64), stats.ref_len.astype(np.float64), cfg, cfg.effective(level))
 

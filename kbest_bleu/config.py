@@ -188,7 +188,9 @@ class BleuConfig:
         parts = [f"nrefs:{nrefs}"] if nrefs is not None else []
         if test is not None:
             parts += [f"{test}:{n_samples}", f"seed:{seed}"]
-        parts += [f"compat:{self.compat}", f"smooth:{self.smoothing_label()}", f"order:{self.max_order}"]
+        # Moses' corpus BLEU is unsmoothed whatever the sentence smoothing (smoothing.moses_corpus_bleu)
+        smooth = "none" if self.compat == "moses" and level == "corpus" else self.smoothing_label()
+        parts += [f"compat:{self.compat}", f"smooth:{smooth}", f"order:{self.max_order}"]
         if self.weights is not None:
             parts.append("w:" + ",".join(f"{x:g}" for x in self.weights))
         if self.compat == "sacrebleu":

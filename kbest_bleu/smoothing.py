@@ -22,8 +22,8 @@ import numpy as np
 from .config import BleuConfig
 from .errors import InputError
 
-__all__ = ["PRESETS", "corpus_totals", "moses_bleu", "mteval_bleu", "nltk_bleu", "paper_precisions", "sacrebleu_bleu",
-           "sacrebleu_sentence_one"]
+__all__ = ["PRESETS", "corpus_totals", "moses_bleu", "moses_corpus_bleu", "mteval_bleu", "nltk_bleu", "paper_precisions",
+           "sacrebleu_bleu", "sacrebleu_sentence_one"]
 
 
 def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -289,6 +289,18 @@ def moses_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the pre
     bleu = _geometric(p, None, _weights(cfg), renormalize=False)
     rr = r + (s if cfg.smooth_bp else 0.0)
     bp = _brevity_penalty(c, rr)
+    return bp * bleu, p, bp
+
+
+def moses_corpus_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the presets share one signature)
+    """Moses' corpus BLEU: ``mert/BleuScorer.cpp`` ``calculateScore`` (the tuning objective) and
+    ``multi-bleu.perl``, unsmoothed: BLEU+1 is Moses' sentence-level score only. 0 when an order
+    has no match; BP = exp(min(0, 1 - r/c)). (Moses sums the logarithms in single precision; this
+    is the double-precision value of the same formula.)"""
+    n = cfg.max_order
+    p = _div(m[:, :n], l[:, :n])
+    bleu = _geometric(p, None, _weights(cfg), renormalize=False)
+    bp = _brevity_penalty(c, r)
     return bp * bleu, p, bp
 
 

@@ -91,6 +91,20 @@ def moses_bleu_plus_1(m, t, c, r, s=1.0, smooth_bp=False, N=4):
     return math.exp(logbleu)
 
 
+def moses_corpus_bleu(comps, N=4):
+    """mert/BleuScorer.cpp calculateScore, transliterated: comps = m1 t1 ... mN tN reflen (summed)."""
+    logbleu = 0.0
+    for i in range(N):
+        if comps[2 * i] == 0:
+            return 0.0
+        logbleu += math.log(comps[2 * i]) - math.log(comps[2 * i + 1])
+    logbleu /= N
+    brevity = 1.0 - comps[2 * N] / comps[1]
+    if brevity < 0.0:
+        logbleu += brevity
+    return math.exp(logbleu)
+
+
 def smoothing6_bleu(m, t, c, r, variant="literal", N=4, eps=0.1, alpha=5.0):
     """Smoothing 6 (Chen & Cherry 2014 section 2.6) in each reading of BleuConfig.smoothing6_variant,
     sacrebleu preset conventions (effective order on), one order at a time."""

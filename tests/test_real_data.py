@@ -36,6 +36,28 @@ def test_multeval_corpus_statistics(shared_data, key):
     assert int(res_stats.ref_len[0]) == ref_len
     assert res_stats.totals[0, :4].tolist() == totals
     assert kb.corpus_score(res_stats, tokenize="none").score == pytest.approx(bleu, abs=5e-7)
+    # multi-bleu.perl (Moses) gives the same unsmoothed value (18.54, 29.10): the moses preset's corpus
+    # BLEU is not its sentence-level BLEU+1 (which gave 0.185404 on the first)
+    moses = kb.corpus_score(res_stats, compat="moses", tokenize="none")
+    assert moses.score == pytest.approx(bleu, abs=5e-7) and "smooth:none" in moses.signature
+
+
+def test_moses_corpus_bleu_of_extractor_statistics(shared_data):
+    """Moses' tuning objective (BleuScorer::calculateScore) of each iteration's 1-best lists, from
+    Moses' own extractor statistics, against the preset's corpus BLEU of the package's statistics."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    import reference as R
+
+    t = pq.read_table(shared_data / "moses_mert_nbest.parquet").filter(pc.equal(pc.field("rank"), 0))
+    stats = kb.ngram_stats(t["hypothesis"], t["references"], tokenize="none")
+    gold = np.array(t["gold_bleu_stats_moses"].to_pylist())
+    iteration = np.array(t["iteration"])
+    for it in np.unique(iteration):
+        rows = np.flatnonzero(iteration == it)
+        got = kb.corpus_score(stats[rows], compat="moses").score
+        assert got == pytest.approx(R.moses_corpus_bleu(gold[rows].sum(0).tolist()), rel=1e-13)
 
 
 def _real_sample(shared_data, n_per_source=1300, seed=0):
