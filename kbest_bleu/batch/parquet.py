@@ -30,7 +30,7 @@ from ..files.references import Columns, ReferenceTable, require_columns
 from ..metrics.base import Metric
 from .stream import COMPRESSIONS, Summary, Tally, is_id_lists, output_schema, score_batches, score_columns
 
-__all__ = ["Progress", "check_schema", "read_parquet_table", "score_parquet"]
+__all__ = ["Progress", "check_schema", "open_parquet", "read_parquet_table", "score_parquet"]
 
 # Scoring memory follows the text scored, not the row count: tokenizing and counting take
 # ~100-300 bytes per input byte (most with -t char, one token per character). A batch holds at
@@ -61,7 +61,7 @@ class Progress:
             self.stream.write("\n")
 
 
-def _open_parquet(path: Path, dictionary_column: Optional[str] = None) -> tuple[pq.ParquetFile, pa.Schema]:
+def open_parquet(path: Path, dictionary_column: Optional[str] = None) -> tuple[pq.ParquetFile, pa.Schema]:
     """The parquet file and its declared Arrow schema. ``dictionary_column`` is read
     dictionary-encoded when it is a list of strings: references repeat on every row of a
     segment, so decoding each distinct string once is several times faster, and their equality
@@ -126,7 +126,7 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     score_columns(cfg, smoothings)  # bad options fail before any file is opened
     if out_path is not None:
         check_output(out_path, [src])  # before the job runs, not after
-    pf, declared = _open_parquet(src, columns.references if references is None else None)
+    pf, declared = open_parquet(src, columns.references if references is None else None)
     check_schema(declared, columns, references is None, str(src), metrics)
     ids = is_id_lists(declared.field(columns.hypothesis).type)
     if ids:  # token ids are tokens already: the signature says tok:none (kbest_bleu.token_ids.token_config)
@@ -412,7 +412,7 @@ def read_parquet_table(path: "str | os.PathLike", option: str = "input") -> pa.T
     """A whole parquet file as a table, for the commands that need all of it (convert,
     export-moses, tune); a missing, non-parquet or truncated file raises :class:`InputError`
     naming the file and ``option``."""
-    pf, _ = _open_parquet(Path(path))
+    pf, _ = open_parquet(Path(path))
     try:
         return pf.read()
     except (pa.ArrowInvalid, OSError) as exc:

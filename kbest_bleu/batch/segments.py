@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 from ..files.references import Columns, require_columns
-from .parquet import _bounded, _checked, _guard_reads, _open_parquet, _read_batches
+from .parquet import _bounded, _checked, _guard_reads, open_parquet, _read_batches
 from .stream import SegmentChunk, whole_segments
 
 __all__ = ["InStep", "SegmentChunk", "read_segments", "whole_segments"]
@@ -35,7 +35,7 @@ def read_segments(path: "str | os.PathLike", hypothesis: str, segment: Sequence[
     src = Path(path)
     source = source or str(src)
     try:
-        pf, schema = _open_parquet(src)
+        pf, schema = open_parquet(src)
     except InputError as exc:
         raise InputError(str(exc).replace(str(src), source)) from None
     require_columns(schema, [hypothesis, *segment, *required], source)

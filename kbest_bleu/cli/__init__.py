@@ -9,6 +9,7 @@ Bad input exits with status 2 and a one-paragraph message (no traceback, no outp
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from importlib import import_module
 from typing import Optional, Sequence
@@ -104,6 +105,10 @@ def _run(argv: list, check_declared_outputs, install_signal_handlers) -> int:
         return 128 + 13
     except OSError as exc:  # the machine, not the input: a full disk, a vanished directory
         where = f"{exc.filename}: " if exc.filename and str(exc.filename) not in str(exc) else ""
+        if not where and (exc.errno == errno.ENOSPC or "[Errno 28]" in str(exc)):  # Arrow's writes name no file
+            import tempfile
+            where = (f"no space left on the device of the output or of the work files in {tempfile.gettempdir()} "
+                     "(TMPDIR chooses that directory): ")
         print(f"kbest-bleu {args.command}: error: {where}{exc}", file=sys.stderr)
         return 1
     finally:

@@ -144,7 +144,10 @@ def _convert_formats(a: argparse.Namespace, src: Path, dst: Path, fmt: str, to: 
         raise InputError("-r/--refs: convert adds references to Moses n-best text only; give them to 'score' instead")
     with temporary_directory() as tmp:
         table = src
-        if fmt != "parquet":
+        if fmt == "parquet":  # a missing or broken table said as the other inputs are (write_format trusts its table)
+            from ..batch.parquet import open_parquet
+            open_parquet(src)
+        else:
             table = Path(tmp) / "table.parquet"
             kbest_to_parquet(src, table, fmt, option="convert IN", nbest_size=a.nbest_size)
         if to == "parquet":

@@ -130,12 +130,15 @@ def _cmd_score(a: argparse.Namespace) -> int:
             src = Path(tmp) / (src.name + ".parquet")
             kbest_to_parquet(given, src, fmt, hypothesis=a.hyp_col, references=a.ref_col, option="score IN",
                              nbest_size=a.nbest_size, block_bytes=a.block_bytes)  # batch by batch (bounded memory)
-            if fmt == "text" and a.ref_file:  # segment i = reference line i: a reference left over is an error
+            if a.ref_file and fmt not in ("csv", "tsv", "jsonl"):  # a K-best file's segment i = reference line i:
+                # a reference left over (an output cut short) is an error, as in sacrebleu
                 ids = pq.read_table(src, columns=["segment_id"])["segment_id"]
                 found = len(ids.unique())
                 if found != len(refs.index):
-                    raise InputError(f"{given}: {found} segments ({len(ids)} lines), but --refs {a.ref_file[0]} has "
-                                     f"{len(refs.index)} lines; expected one reference line per segment")
+                    unit = "lines" if fmt == "text" else "hypotheses"
+                    raise InputError(f"{given}: {found} segments ({len(ids)} {unit}), but --refs {a.ref_file[0]} has "
+                                     f"{len(refs.index)} lines; expected one reference line per segment (is the output "
+                                     "cut short?)")
         # a table with a references column and references given apart: which ones? (a toolkit's output keeps
         # -r over its own references, fairseq's T- lines: detokenized references are the usual choice)
         if refs is not None and fmt in ("parquet", "csv", "tsv", "jsonl") and a.ref_col in pq.read_schema(src).names:

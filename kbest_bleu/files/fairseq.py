@@ -67,7 +67,7 @@ def read_fairseq(path: "str | os.PathLike", compression: Optional[str] = None, *
         v["extra_lines"].append("\n".join(hyp["extra"]) if hyp["extra"] else None)
         rows.add_text(len(hyp["text"]))
 
-    for number, line in enumerate(text_lines(path, compression, option, "fairseq-generate output"), 1):
+    for number, line in enumerate(text_lines(path, compression, option, "fairseq-generate output", strip_bom=True), 1):
         match = _LINE.match(line)
         if match is None:
             continue

@@ -61,7 +61,7 @@ def _sample(path: "str | os.PathLike", compression: Optional[str]) -> list:
     from .kbest_io import text_lines
 
     lines, size = [], 0
-    gen = text_lines(path, compression)
+    gen = text_lines(path, compression, strip_bom=True)  # as the toolkits' readers read them
     try:
         for line in gen:
             lines.append(line)
@@ -90,7 +90,8 @@ def classify(lines: Sequence[str]) -> Optional[str]:
     4. every line has ``|||`` after an integer id (n-best without spaces): ``nbest``;
     5. every line ends with ``<TAB><number>``: ``opennmt-py``.
     """
-    body = [ln for ln in lines if ln.strip()]
+    # an OpenNMT-tf line of an empty hypothesis whose trailing space was stripped ends " |||" (the reader takes it)
+    body = [ln + " " if ln.endswith(" |||") else ln for ln in lines if ln.strip()]
     if not body:
         return None
     if body[0].lstrip().startswith("{"):

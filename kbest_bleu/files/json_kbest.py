@@ -36,7 +36,7 @@ __all__ = ["read_nested", "read_sockeye", "write_nested", "write_sockeye"]
 
 
 def _objects(path, compression, option: str, what: str) -> Iterator[tuple]:
-    for number, line in enumerate(text_lines(path, compression, option, what), 1):
+    for number, line in enumerate(text_lines(path, compression, option, what, strip_bom=True), 1):
         try:
             obj = json.loads(line)
         except ValueError as exc:
@@ -85,6 +85,9 @@ class _Table:
 
     def add(self, segment: int, hyps: list, scores: list, seg: dict, record: str, path, number: int,
             per_hyp: dict) -> None:
+        if not hyps:  # left out, the lines after it would take its references and the written lines shift
+            raise InputError(f"{path}: line {number}: an empty list of hypotheses; every source needs one to be "
+                             "scored (an empty hypothesis is the string \"\")")
         if "references" in self.optional and seg["references"] is None:
             raise InputError(f"{path}: line {number}: no 'refs', but the first line has them; expected references on "
                              "every line or on none (give them with -r then)")

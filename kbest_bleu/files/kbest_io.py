@@ -40,8 +40,9 @@ def text_lines(path: "str | os.PathLike", compression: Optional[str] = None, opt
     removed; :func:`~kbest_bleu.files.references.read_lines` strips all trailing whitespace, as
     sacrebleu's command line does, for plain text), decompressed when
     ``compression`` names one of Arrow's codecs. Memory: one 1 MiB chunk and the current line.
-    ``strip_bom``: a byte order mark opening the file is dropped (n-best lines start with a
-    number; text keeps it, as sacrebleu does, where it is part of the first word).
+    ``strip_bom``: a byte order mark opening the file is dropped (the toolkits' K-best lines
+    start with an id, a score or JSON; plain text keeps it, as sacrebleu does, where it is part of
+    the first word).
 
     A missing file or invalid UTF-8 raises :class:`InputError` naming ``option`` and the line.
     """

@@ -154,7 +154,7 @@ def read_fixed_k(path: "str | os.PathLike", fmt: str, nbest_size: Optional[int],
     meta = {b"kbest_bleu.format": fmt.encode(), b"kbest_bleu.nbest_size": str(k).encode()}
     rows = RowBatches(columns, meta, batch_rows, batch_bytes)
     n = 0
-    for n, line in enumerate(text_lines(path, compression, option, f"{fmt} file"), 1):
+    for n, line in enumerate(text_lines(path, compression, option, f"{fmt} file", strip_bom=fmt != "text"), 1):
         v = rows.values  # take() starts new lists
         if parse is None:  # plain text, as sacrebleu's command line reads it: trailing whitespace removed
             hyp = line.rstrip()

@@ -184,3 +184,18 @@ def test_other_libraries_info_logs_do_not_pass_for_ours(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "kbest-bleu: wrote" in out.stderr and "kbest-bleu: a real warning" in out.stderr
     assert "lifecycle" not in out.stderr
+
+
+def test_a_full_work_directory_is_named(files, capsys, monkeypatch, tmp_path):
+    """Arrow's write error names no file ("[Errno 28] Error writing bytes to file."): the message
+    said neither the work directory nor TMPDIR, which chooses it."""
+    import tempfile
+
+    import kbest_bleu.files.readers as readers
+
+    def full(*args, **kwargs):
+        raise OSError("[Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device")
+    monkeypatch.setattr(readers, "kbest_to_parquet", full)
+    assert main(["score", "hyp.txt", "-r", "ref.txt", "-q", "-o", str(tmp_path / "o.parquet")]) == 1
+    err = capsys.readouterr().err
+    assert f"work files in {tempfile.gettempdir()} (TMPDIR" in err and err.count("\n") == 1

@@ -598,3 +598,74 @@ def test_a_list_in_two_runs_and_a_column_named_as_a_key_are_refused(tmp_path, ca
     assert main(["convert", str(src), str(tmp_path / "o.txt"), "--to", "opennmt-py"]) == 2
     assert "every list needs the same K" in capsys.readouterr().err
     assert not any(p.name.startswith("o.") for p in tmp_path.iterdir())
+
+
+# ---- what a file may look like when it reaches us ---------------------------------------------------
+
+@pytest.mark.parametrize("fmt", [f for f in SAMPLES if f != "text"])
+def test_a_byte_order_mark_changes_nothing(tmp_path, fmt, capsys):
+    """An editor's BOM before the first line: OpenNMT-tf was taken for plain text (the score and
+    ||| scored as words: 4.91 where 6.00), Marian for Moses n-best (a misleading error), fairseq's
+    first S- line was skipped as a log line."""
+    path, refs = _write(tmp_path, fmt)
+    if fmt == "fairseq":  # the S- line first: the log lines filtered out (grep "^[STHDP]-"), as people do
+        path.write_text(fairseq_generate(LISTS, [2, 0, 1], log_lines=False), encoding="utf-8")
+    with_bom = tmp_path / f"bom.{fmt}.out"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert input_format(with_bom) == (fmt, None)
+    *_, extra, needs_refs, _ = SAMPLES[fmt]
+    args = [*extra, *(["-r", str(refs)] if needs_refs else []), "-t", "none", "-q"]
+    for src, out in ((path, "a.parquet"), (with_bom, "b.parquet")):
+        assert main(["score", str(src), *args, "-o", str(tmp_path / out)]) == 0, capsys.readouterr().err
+    a, b = pq.read_table(tmp_path / "a.parquet"), pq.read_table(tmp_path / "b.parquet")
+    assert a.drop_columns([c for c in a.column_names if c == "prelude"]).equals(
+        b.drop_columns([c for c in b.column_names if c == "prelude"]))
+    if fmt == "fairseq":  # the S- line is read, so it is written back
+        assert b["source"].to_pylist() == a["source"].to_pylist()
+
+
+def test_opennmt_tf_with_trailing_spaces_stripped_is_still_detected(tmp_path, capsys):
+    """An empty hypothesis's line is '-1.5 ||| ' as written; an editor stripping trailing spaces
+    leaves '-1.5 |||', which the reader takes but detection did not (scored as plain text)."""
+    lists = [("s", "a b c", [("a b c", -0.5), ("", -1.5)])]
+    path = tmp_path / "tf.txt"
+    path.write_text("".join(line.rstrip() + "\n" for line in opennmt_tf(lists).splitlines()), encoding="utf-8")
+    assert input_format(path) == ("opennmt-tf", None)
+    assert read_kbest(path, nbest_size=2)["hypothesis"].to_pylist() == ["a b c", ""]
+
+
+@pytest.mark.parametrize("fmt, line", [
+    ("sockeye", {"sentence_id": 2, "translation": "", "score": 0.0, "translations": [], "scores": []}),
+    ("nested", {"id": 1, "hyps": []})])
+def test_an_empty_list_of_hypotheses_is_refused(tmp_path, capsys, fmt, line):
+    """It was dropped: the next line took its references (1-best corpus BLEU 100 without the
+    brevity penalty of the missing source), and the written-back file had a line fewer."""
+    good = {"sockeye": {"sentence_id": 1, "translation": "a b", "score": 1.0},
+            "nested": {"id": 0, "hyps": [{"text": "a b"}]}}[fmt]
+    path = tmp_path / f"k.{fmt}.json"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(line) + "\n" + json.dumps(good) + "\n", encoding="utf-8")
+    (tmp_path / "ref.txt").write_text("a b\nc d e f\na b\n", encoding="utf-8")
+    assert main(["score", str(path), "--format", fmt, "-r", str(tmp_path / "ref.txt"), "-o",
+                 str(tmp_path / "o.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "line 2: an empty list of hypotheses" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("fmt", ["opennmt-tf", "opennmt-py", "fairseq", "marian", "sockeye", "nested"])
+def test_an_output_cut_short_is_refused_against_its_references(tmp_path, capsys, fmt):
+    """Fewer sources than reference lines: plain text was refused, the toolkits' formats scored the
+    subset (BLEU 100 of a first line against six references lines)."""
+    path, refs = _write(tmp_path, fmt)
+    refs.write_text(refs.read_text(encoding="utf-8") + "one more reference\n", encoding="utf-8")
+    *_, extra, _, _ = SAMPLES[fmt]
+    assert main(["score", str(path), *extra, "-r", str(refs), "-o", str(tmp_path / "o.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "segments" in err and "expected one reference line per segment" in err and err.count("\n") == 1
+
+
+def test_convert_to_a_format_says_what_is_wrong_with_its_table(tmp_path, capsys):
+    (tmp_path / "g.parquet").write_text("garbage\n")
+    for src, said in ((tmp_path / "none.parquet", "no such file"), (tmp_path / "g.parquet", "not a readable parquet")):
+        assert main(["convert", str(src), str(tmp_path / "o.m"), "--to", "marian"]) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1 and "Traceback" not in err
