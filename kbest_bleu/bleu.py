@@ -78,19 +78,36 @@ def score_rows(stats: BleuStats, cfg: BleuConfig, level: str) -> np.ndarray:
                                             range(0, len(stats), size))))
 
 
+def _checked(stats: Any) -> BleuStats:
+    """``stats`` when they are statistics a hypothesis can have: a :class:`BleuStats` whose counts
+    are non-negative (NaN is not) and whose matches do not exceed the n-gram totals (a hand-built
+    row with m_n > l_n scored BLEU 2.15)."""
+    if not isinstance(stats, BleuStats):
+        raise InputError(f"stats: expected a BleuStats (kb.ngram_stats(...), BleuStats.from_moses(...)), found "
+                         f"{type(stats).__name__}")
+    m, t = stats.matches, stats.totals
+    ok = (m >= 0) & (m <= t)
+    if not (ok.all() and (stats.hyp_len >= 0).all() and (stats.ref_len >= 0).all()):
+        row = int(np.flatnonzero(~ok.all(1) | ~(stats.hyp_len >= 0) | ~(stats.ref_len >= 0))[0])
+        raise InputError(f"stats: row {row} (matches {m[row].tolist()}, totals {t[row].tolist()}, lengths "
+                         f"{stats.hyp_len[row]}, {stats.ref_len[row]}) has a negative or NaN count, or more matches "
+                         "than n-grams; statistics come from kb.ngram_stats or BleuStats.from_moses")
+    return stats
+
+
 def sentence_scores(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> np.ndarray:
     """Sentence BLEU of every row of ``stats``: float64[H], 0-1 scale.
 
     ``options`` are :class:`~kbest_bleu.config.BleuConfig` fields (compat, smoothing, ...);
     effective order defaults to on, as sacrebleu's ``sentence_bleu``.
     """
-    return score_rows(stats, BleuConfig.make(config, **options), "sentence")
+    return score_rows(_checked(stats), BleuConfig.make(config, **options), "sentence")
 
 
 def corpus_score(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> BleuResult:
     """Corpus BLEU of the summed statistics (smoothing applies to the sums, as sacrebleu)."""
     cfg = BleuConfig.make(config, **options)
-    total = stats.sum(cfg)
+    total = _checked(stats).sum(cfg)
     bleu, p, bp = _preset_scores(total, cfg, "corpus")
     return BleuResult(float(bleu[0]), tuple(float(x) for x in p[0]), float(bp[0]), int(total.hyp_len[0]),
                       int(total.ref_len[0]), cfg.signature("corpus"))
@@ -112,12 +129,12 @@ def document_score(stats: BleuStats, groups: Any = None, config: Optional[BleuCo
     labels = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
     num = np.bincount(labels, weights=r * bleu, minlength=len(ptr) - 1)
     den = np.bincount(labels, weights=r, minlength=len(ptr) - 1)
-    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    return np.divide(num, den, out=np.zeros(len(ptr) - 1), where=den > 0)  # (bincount of no row: int64)
 
 
 @lru_cache(maxsize=256)
-def _cached_config(items: tuple) -> BleuConfig:
-    return BleuConfig.make(**dict(items))
+def _cached_config(key: tuple) -> BleuConfig:
+    return BleuConfig.make(**{k: v for k, v, _ in key})
 
 
 def _config(config: Optional[BleuConfig], options: dict) -> BleuConfig:
@@ -126,7 +143,7 @@ def _config(config: Optional[BleuConfig], options: dict) -> BleuConfig:
     if config is not None or not options:
         return BleuConfig.make(config, **options)
     try:
-        return _cached_config(tuple(sorted(options.items())))
+        return _cached_config(BleuConfig.options_key(options))
     except TypeError:  # unhashable option values (a weights list)
         return BleuConfig.make(**options)
 
@@ -138,7 +155,12 @@ def _prepared_bytes(text: Any, cfg: BleuConfig, what: str) -> np.ndarray:
     if not isinstance(text, str):
         raise InputError(f"{what}: expected a string, found {type(text).__name__} ({text!r}); pass str "
                          "(score_kbest scores many hypotheses at once)")
-    return np.frombuffer(prepare_one(text, cfg.tokenize, cfg.lowercase).encode("utf-8"), np.uint8)
+    try:
+        data = prepare_one(text, cfg.tokenize, cfg.lowercase).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{what}: holds {exc.object[exc.start:exc.end]!r}, which is not valid Unicode text (a lone "
+                         "surrogate); decode the input properly first") from None
+    return np.frombuffer(data, np.uint8)
 
 
 class SentenceScorer:
@@ -194,6 +216,10 @@ class SentenceScorer:
 
     def scores(self, hypotheses: Any) -> np.ndarray:
         """Sentence BLEU of many hypotheses against these references: float64[H] (bulk path)."""
+        if not hasattr(hypotheses, "__len__"):  # a generator
+            hypotheses = list(hypotheses)
+        if len(hypotheses) == 0:
+            return np.zeros(0)
         return score_kbest(hypotheses, [self._references], np.zeros(len(hypotheses), np.int64), config=self.config)
 
 
@@ -232,10 +258,12 @@ def corpus_bleu(hypotheses: Any, references: Any, *, references_layout: Optional
     """
     if references_layout not in (None, "rows", "streams"):
         raise InputError(f"references_layout: expected 'rows', 'streams' or None, found {references_layout!r}")
+    if isinstance(references, np.ndarray) and references.ndim == 2:  # as the list of its rows
+        references = list(references)
     if references_layout is None:
         _refuse_ambiguous_layout(hypotheses, references)
     elif references_layout == "streams":
-        if isinstance(references, str) or not all(isinstance(s, (list, tuple)) for s in references):
+        if isinstance(references, str) or not all(_is_sequence(s) for s in references):
             raise InputError("references: with references_layout='streams', expected a list of reference streams, "
                              "each a list of strings, one per hypothesis")
         n = len(hypotheses)
@@ -243,20 +271,32 @@ def corpus_bleu(hypotheses: Any, references: Any, *, references_layout: Optional
         if lengths != [n]:
             raise InputError(f"references: with references_layout='streams', expected streams of {n} strings (one "
                              f"per hypothesis), found streams of {', '.join(map(str, lengths)) or 'no'} strings")
-        references = [list(r) for r in zip(*references)]
+        # None in a stream: no reference of that stream for that hypothesis (sacrebleu's varying count)
+        references = [[x for x in r if x is not None] for r in zip(*(_as_list(s) for s in references))]
     cfg = BleuConfig.make(**options)
     return corpus_score(ngram_stats(hypotheses, references, None, cfg), cfg)
 
 
+def _is_sequence(x: Any) -> bool:
+    """A list, tuple, 1-D array or Series of strings (a stream, or a row's references)."""
+    return isinstance(x, (list, tuple)) or (hasattr(x, "__array__") and hasattr(x, "__len__")
+                                            and not isinstance(x, (str, bytes)) and np.ndim(x) == 1)
+
+
+def _as_list(x: Any) -> list:
+    return x if isinstance(x, list) else x.tolist() if hasattr(x, "tolist") else list(x)
+
+
 def _refuse_ambiguous_layout(hypotheses: Any, references: Any) -> None:
-    """InputError when a Python list of references reads as rows and as sacrebleu's streams."""
+    """InputError when a list of references (lists, arrays, Series) reads as rows and as
+    sacrebleu's streams."""
     if not isinstance(references, (list, tuple)) or not references:
         return
     try:
         n = len(hypotheses)
     except TypeError:
         return
-    if n < 2 or not all(isinstance(s, (list, tuple)) and len(s) == n for s in references):
+    if n < 2 or not all(_is_sequence(s) and len(s) == n for s in references):
         return
     if len(references) == n:
         raise InputError(f"references: {n} lists of {n} strings read both as one list per hypothesis (rows, NLTK) "

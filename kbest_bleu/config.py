@@ -49,6 +49,10 @@ def allowed_smoothings(compat: str) -> list:
     return sorted(_ALLOWED[compat], key=str)
 
 
+# numpy's booleans, named so that this module needs no numpy (the parser imports it)
+_NUMPY_BOOLS = ("bool_", "bool")
+
+
 @dataclass(frozen=True)
 class BleuConfig:
     """Every option that changes a BLEU number.
@@ -112,7 +116,8 @@ class BleuConfig:
         object.__setattr__(self, "max_order", int(self.max_order))
         # Finite and bounded so that no smoothing overflows: precisions stay in [0, 1] (epsilon
         # <= 1 for floor smoothing), and sums/products of parameters stay far from inf.
-        for name, low, high, open_low in (("epsilon", 0.0, 1.0, True), ("add_k", 0.0, _PARAM_MAX, False),
+        # epsilon from 1e-200: epsilon / l_n must stay a normal float (5e-324 / 6 is 0, a zero precision)
+        for name, low, high, open_low in (("epsilon", 1e-200, 1.0, False), ("add_k", 0.0, _PARAM_MAX, False),
                                           ("k", 0.0, _PARAM_MAX, True), ("alpha", 0.0, _PARAM_MAX, True)):
             object.__setattr__(self, name, _bounded(name, getattr(self, name), low, high, open_low))
         if self.weights is not None:
@@ -135,6 +140,13 @@ class BleuConfig:
         if self.smoothing6_variant != "literal" and self.compat != "sacrebleu":
             raise InputError(f"smoothing6_variant: only the 'sacrebleu' preset reads the paper's smoothing 6 "
                              f"({self.compat!r} follows its tool); use compat='sacrebleu' or the 'literal' variant")
+        for name in ("effective_order", "auto_reweigh", "smooth_bp", "lowercase"):  # "no" would read as True
+            value = getattr(self, name)
+            if value is None and name == "effective_order":  # the level decides
+                continue
+            if not (isinstance(value, bool) or type(value).__name__ in _NUMPY_BOOLS):
+                raise InputError(f"{name}: expected True or False, found {value!r}")
+            object.__setattr__(self, name, bool(value))
         for name, preset in (("effective_order", "sacrebleu"), ("auto_reweigh", "nltk"), ("smooth_bp", "moses")):
             if getattr(self, name) and self.compat != preset:
                 raise InputError(f"{name}: only the {preset!r} preset has this option; compat is {self.compat!r}")
@@ -142,6 +154,9 @@ class BleuConfig:
     @classmethod
     def make(cls, config: "BleuConfig | None" = None, **options: Any) -> "BleuConfig":
         """A config from keyword options, optionally overriding an existing config."""
+        if config is not None and not isinstance(config, BleuConfig):
+            raise InputError(f"config: expected a kbest_bleu.BleuConfig (or keyword options, e.g. compat='nltk'), "
+                             f"found {type(config).__name__} {config!r:.60}")
         if config is not None and not options:
             return config
         known = {f.name for f in fields(cls)}
@@ -149,6 +164,15 @@ class BleuConfig:
         if unknown:
             raise InputError(f"unknown option(s) {', '.join(unknown)}; expected some of {', '.join(sorted(known))}")
         return replace(config, **options) if config is not None else cls(**options)
+
+    @staticmethod
+    def options_key(options: dict) -> tuple:
+        """A memoization key of keyword ``options`` holding each value's type: True, 1 and 1.0 are
+        one dict key, but not one option (``max_order=True`` is refused, ``max_order=1`` is not).
+        ``{k: v for k, v, _ in key}`` gives the options back; TypeError for unhashable values."""
+        key = tuple(sorted((k, v, type(v).__name__) for k, v in options.items()))
+        hash(key)
+        return key
 
     @property
     def counted_order(self) -> int:

@@ -46,7 +46,7 @@ class Encoded:
 
 def _to_arrow(values: Any, what: str) -> pa.Array:
     """Python list, numpy array, pandas Series, Arrow (chunked) array -> one Arrow array."""
-    if isinstance(values, (dict, set, frozenset, str, bytes)) or values is None:
+    if isinstance(values, (dict, set, frozenset, str, bytes, int, float, np.number)) or values is None:
         raise InputError(f"{what}: expected a sequence with one entry per row (list, numpy array, pandas Series or "
                          f"Arrow array), found {type(values).__name__}"
                          + (" (a bare string: wrap one reference as ['...'])" if isinstance(values, str) else ""))
@@ -65,9 +65,17 @@ def _to_arrow(values: Any, what: str) -> pa.Array:
             bad = next((i for i, v in enumerate(values) if isinstance(v, float) and v != v), None) if isinstance(
                 values, (list, tuple, np.ndarray)) else None
             where = f"row {bad} is NaN (a missing value); " if bad is not None else ""
-            raise InputError(f"{what}: {where}could not read as strings or lists of strings ({exc}); expected a "
+            said = str(exc).splitlines()[0][:200]  # Arrow quotes the value: a Series' printout spans lines
+            if what == "segments":
+                raise InputError(f"{what}: {where}could not read as segment ids ({said}); expected one integer or "
+                                 "string id per hypothesis, all of one type") from None
+            inner = next((type(v).__name__ for v in values if hasattr(v, "__array__")), None) if isinstance(
+                values, (list, tuple)) else None
+            hint = (f"; an entry is a {inner}: references are one list per segment or row (sacrebleu's reference "
+                    "streams: corpus_bleu(..., references_layout='streams'))") if inner and what == "references" else ""
+            raise InputError(f"{what}: {where}could not read as strings or lists of strings ({said}); expected a "
                              "list, numpy array, pandas Series or Arrow array of strings; fill or drop missing "
-                             "values") from None
+                             f"values{hint}") from None
         except UnicodeEncodeError as exc:
             raise InputError(f"{what}: a string holds {exc.object[exc.start:exc.end]!r}, which is not valid "
                              "Unicode text (a lone surrogate); decode the input properly first") from None
@@ -162,6 +170,10 @@ def hypotheses_array(hypotheses: Any, row_offset: int = 0) -> pa.Array:
     ``row_offset`` is added to the row numbers of error messages (streaming jobs).
     """
     arr = _to_arrow(hypotheses, "hypotheses")
+    if pa.types.is_dictionary(arr.type) and _is_text(arr.type.value_type):  # a categorical column
+        arr = arr.dictionary_decode()
+    if pa.types.is_string_view(arr.type):
+        arr = arr.cast(pa.large_string())
     if pa.types.is_null(arr.type) and len(arr):
         _check_no_nulls(arr, "hypotheses", row_offset)
     if len(arr) == 0:

@@ -69,10 +69,11 @@ def _geometric(p: np.ndarray, include: Optional[np.ndarray], w: np.ndarray, reno
     bool[H, N], or None: every order (mteval, Moses; the product then skips the masks, ~8 numpy
     calls of a small batch's scoring).
 
-    With ``renormalize`` the sum is divided by the total weight of the included orders
-    (sacrebleu's effective order divides the sum of log precisions by the number of orders
-    kept). An included zero precision gives log 0 = -inf and exp(-inf) = 0; excluded orders
-    contribute nothing.
+    With ``renormalize`` the sum is divided by the total weight of the included orders and
+    multiplied by the total of all weights (sacrebleu's effective order divides the sum of log
+    precisions by the number of orders kept; weights not summing to 1 then keep their scale, so a
+    hypothesis with every order scores the same with and without effective order). An included
+    zero precision gives log 0 = -inf and exp(-inf) = 0; excluded orders contribute nothing.
 
     With uniform weights (the default) the sum is w log(prod_n p_n): one logarithm per row
     instead of one per order, which is most of the cost of sentence BLEU. Rows whose product
@@ -101,7 +102,12 @@ def _geometric(p: np.ndarray, include: Optional[np.ndarray], w: np.ndarray, reno
         else:  # no zero product: log needs no error state
             s = w[0] * np.log(prod)
         total = w[0] * k
-    return np.exp(_div(s, total) if renormalize else s)
+    if not renormalize:
+        return np.exp(s)
+    # the included orders' weights scaled up to the weights' total W: with every order included,
+    # the same as without effective order, whatever W (1 for the default weights: nothing to scale)
+    w_total = float(w.sum()) if w.ndim == 1 else 1.0
+    return np.exp(_div(s * w_total if abs(w_total - 1.0) > 1e-12 else s, total))
 
 
 def _nist_geometric(zero: np.ndarray, base) -> np.ndarray:

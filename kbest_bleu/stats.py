@@ -128,6 +128,9 @@ class BleuStats:
         """Row-wise concatenation; all parts must have the same max order."""
         if not parts:
             raise InputError("BleuStats.concat: expected at least one BleuStats, found none")
+        if not all(isinstance(p, BleuStats) for p in parts):
+            raise InputError(f"BleuStats.concat: expected BleuStats, found "
+                             f"{', '.join(sorted({type(p).__name__ for p in parts}))}")
         if len({p.max_order for p in parts}) != 1:
             raise InputError(f"BleuStats.concat: max orders differ: {sorted({p.max_order for p in parts})}")
         return BleuStats(*(np.concatenate([getattr(p, f) for p in parts])

@@ -27,7 +27,8 @@ different numbers of references), a ragged sequence of sequences of sequences, o
 
 Statistics are counted by :mod:`kbest_bleu.token_ids._kernels` (the references' n-grams interned
 once per segment, each hypothesis walking them; clip = max count over the references, Papineni
-et al. 2002 section 2.1), then scored by :func:`kbest_bleu.bleu.sentence_scores`.
+et al. 2002 section 2.1), then scored by :func:`kbest_bleu.bleu.score_rows` (the smoothings of
+:func:`~kbest_bleu.bleu.sentence_scores`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import settings
-from ..bleu import sentence_scores
+from ..bleu import score_rows
 from ..config import BleuConfig
 from ..errors import InputError
 from ..stats import BleuStats, check_group_pointers, counting_args, kernel_rows, kernel_rows_back, threads_for
@@ -63,8 +64,9 @@ _OUT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 # --- options -------------------------------------------------------------------------------------
 
 @lru_cache(maxsize=256)
-def _cached_config(items: tuple) -> BleuConfig:
-    return _token_config(BleuConfig.make(**dict(items)), explicit=dict(items))
+def _cached_config(key: tuple) -> BleuConfig:
+    options = {k: v for k, v, _ in key}
+    return _token_config(BleuConfig.make(**options), explicit=options)
 
 
 def _token_config(cfg: BleuConfig, explicit: dict) -> BleuConfig:
@@ -86,7 +88,7 @@ def _config(config: Optional[BleuConfig], options: dict) -> BleuConfig:
         raise InputError(f"config: expected a kbest_bleu.config.BleuConfig, found {type(config).__name__}")
     if config is None:
         try:
-            return _cached_config(tuple(sorted(options.items())))
+            return _cached_config(BleuConfig.options_key(options))
         except TypeError:  # unhashable option values (a weights list)
             pass
     return _token_config(BleuConfig.make(config, **options), options)
@@ -261,7 +263,7 @@ def _pool(n_threads: int) -> ThreadPoolExecutor:
 
 
 def _scores(stats: BleuStats, cfg: BleuConfig, dtype: np.dtype) -> np.ndarray:
-    bleu = sentence_scores(stats, cfg)
+    bleu = score_rows(stats, cfg, "sentence")  # the kernels' own statistics: no check of their values
     return bleu if dtype == bleu.dtype else bleu.astype(dtype)
 
 
