@@ -1,18 +1,19 @@
 """Apache Spark adapters: score a Spark DataFrame with the same kernels, Arrow batches in and out.
 
-Per-row scores: each row is tagged with its input file (``input_file_name``) and position
-(``monotonically_increasing_id``), the rows are repartitioned by segment and sorted within
-partitions, so a segment's rows are contiguous in one partition; ``mapInArrow`` then streams
-each partition's record batches through :func:`kbest_bleu.batch.stream.score_batches`, which
-regroups segments cut by Spark's ``maxRecordsPerBatch`` exactly as on one machine.
+Per-row scores: each row is numbered with its position in the input as the single-machine job
+reads it (:func:`_numbered`: files in name order, rows in file order), the rows are
+repartitioned by segment and sorted within partitions, so a segment's rows are contiguous in one
+partition and in input order; ``mapInArrow`` then streams each partition's record batches through
+:func:`kbest_bleu.batch.stream.score_batches`, which regroups segments cut by Spark's
+``maxRecordsPerBatch`` exactly as on one machine.
 
-Row order of the output: input files in name order, rows in file order within a file (Spark
-lists a dataset's files by size, so its own order is not the names'). The dataset written by
-:func:`score_parquet_spark` keeps that order in its part files' name order (``part-00000``
-first), zstd-compressed by default, with ``_kbest_bleu.json`` beside them: the signatures,
-options and segment key that the single-machine job stores in its parquet metadata, the row
-order, and the job summary (docs/spark.md). Segment-level outputs (oracle, 1-best, summed
-statistics) use ``groupBy(segment).applyInArrow``. Requires the ``spark`` extra (``pip install '.[spark]'``).
+Row order of the output: the input's (Spark lists a dataset's files by size, so its own order
+is not the names'). The dataset written by :func:`score_parquet_spark` keeps that order in its
+part files' name order (``part-00000`` first), zstd-compressed by default, with
+``_kbest_bleu.json`` beside them: the signatures, options and segment key that the single-machine
+job stores in its parquet metadata, the row order, and the job summary (docs/spark.md).
+Segment-level outputs (oracle, 1-best, summed statistics) use ``groupBy(segment).applyInArrow``.
+Requires the ``spark`` extra (``pip install '.[spark]'``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -43,8 +45,8 @@ from .stream import COMPRESSIONS, Summary, Tally, is_id_lists, output_schema, sc
 __all__ = ["META_FILE", "score_dataframe", "score_parquet_spark", "segment_summary"]
 
 META_FILE = "_kbest_bleu.json"  # beside the part files; Spark and Arrow skip names starting with "_"
-ROW = "__kbest_row"
-FILE = "__kbest_file"
+ROW = "__kbest_row"  # the row's number in the input, from 0 (_numbered)
+FILE, ID, PIECE, SHIFT = "__kbest_file", "__kbest_id", "__kbest_piece", "__kbest_shift"  # _numbered's own
 TALLY = "__kbest_tally"  # the partition's pickled Tally on its last row, null elsewhere
 ROW_ORDER = "input files in name order, rows in file order within a file; part files in name order"
 # Spark's names of the parquet codecs (lz4: Arrow's LZ4_RAW, which Spark calls lz4_raw)
@@ -62,17 +64,15 @@ def _require_pyspark():
 
 
 def _scored(df, cfg: BleuConfig, columns: Columns, stats: bool, smoothings: Sequence, metrics: Sequence):
-    """The scored rows, tagged with FILE and ROW, one partition per group of segments, plus the
-    TALLY column (binary) holding each partition's :class:`Tally` on its last row."""
-    from pyspark.sql import functions as F
+    """The scored rows, numbered with ROW (:func:`_numbered`), one partition per group of segments,
+    plus the TALLY column (binary) holding each partition's :class:`Tally` on its last row."""
     from_arrow_schema = _require_pyspark()
     for name in [columns.hypothesis, columns.references, *columns.segment]:
         if name not in df.columns:
             raise InputError(f"Spark input: column {name!r} not found; columns are {', '.join(df.columns)}")
-    # tagged at the scan, before any shuffle: the file and the position the row was read from
-    tagged = df.withColumn(FILE, F.input_file_name()).withColumn(ROW, F.monotonically_increasing_id())
-    grouped = tagged.repartition(*columns.segment).sortWithinPartitions(*columns.segment, FILE, ROW)
-    out_schema = output_schema(_arrow_schema(tagged.schema), cfg, stats, smoothings, metrics)
+    numbered = _numbered(df)
+    grouped = numbered.repartition(*columns.segment).sortWithinPartitions(*columns.segment, ROW)
+    out_schema = output_schema(_arrow_schema(numbered.schema), cfg, stats, smoothings, metrics)
     out_schema = out_schema.append(pa.field(TALLY, pa.binary()))
 
     def score_partition(batches):
@@ -88,6 +88,32 @@ def _scored(df, cfg: BleuConfig, columns: Columns, stats: bool, smoothings: Sequ
             yield _with_tally(held, pickle.dumps(tally))
 
     return grouped.mapInArrow(score_partition, from_arrow_schema(out_schema))
+
+
+def _numbered(df):
+    """``df`` with ROW: each row's number in the input, from 0, in the order pyarrow reads a
+    dataset (``pyarrow.parquet.read_table``: files in name order, rows in file order), that is
+    the single-machine job's order on the same rows in one file.
+
+    Spark numbers the rows of each scan partition apart (``monotonically_increasing_id``:
+    partition << 33 + row in it) and packs files into partitions by size, its own order; so one
+    small job counts the rows of every (file, partition) piece (reading no column), the driver
+    orders the pieces by file name (decoded: Spark gives URIs, ``x%20y.parquet`` for
+    ``x y.parquet``), then partition (a file's splits are in partition order), and each piece's
+    numbers are shifted to follow the pieces before it (a broadcast join). A DataFrame not read
+    from files (one empty name) is numbered in partition order. ``df`` is computed twice: cache it
+    when it is costly, or not the same each time."""
+    from pyspark.sql import functions as F
+    tagged = (df.withColumn(FILE, F.input_file_name()).withColumn(ID, F.monotonically_increasing_id())
+              .withColumn(PIECE, F.shiftright(ID, 33)))
+    pieces = tagged.groupBy(FILE, PIECE).agg(F.min(ID), F.count(F.lit(1))).collect()
+    shifts, start = [], 0
+    for file, piece, first, rows in sorted(pieces, key=lambda p: (unquote(p[0]), p[1])):
+        shifts.append((file, piece, start - first))
+        start += rows
+    shift = df.sparkSession.createDataFrame(shifts, f"{FILE} string, {PIECE} long, {SHIFT} long")
+    return (tagged.join(F.broadcast(shift), [FILE, PIECE]).withColumn(ROW, F.col(ID) + F.col(SHIFT))
+            .drop(FILE, PIECE, ID, SHIFT))
 
 
 def _task_threads() -> None:
@@ -125,17 +151,16 @@ def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = 
     """A Spark DataFrame with every input column plus ``bleu`` (plus ``bleu_s<n>`` per extra
     smoothing, and statistics with ``stats``). Same kernels and same output schema as
     :func:`kbest_bleu.batch.parquet.score_parquet`. Rows in input order: by input file name,
-    then by position in the file (the module text)."""
+    then by position in the file (:func:`_numbered`, which runs a small Spark job now)."""
     scored = _scored(df, _job_config(df, config or BleuConfig(), columns), columns, stats, smoothings, metrics)
-    return scored.orderBy(FILE, ROW).drop(FILE, ROW, TALLY)
+    return scored.orderBy(ROW).drop(ROW, TALLY)
 
 
 def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = Columns()):
     """One row per segment: its key column(s), ``n`` (hypotheses), ``oracle_bleu`` and
     ``oracle_index`` (position of the best sentence BLEU within the segment's rows in input
-    order), ``one_best_index`` (highest ``columns.score``, else 0) and the summed statistics
-    m1..mN, t1..tN, hyp_len, ref_len. Runs ``groupBy(segment).applyInArrow``."""
-    from pyspark.sql import functions as F
+    order: :func:`_numbered`), ``one_best_index`` (highest ``columns.score``, else 0) and the
+    summed statistics m1..mN, t1..tN, hyp_len, ref_len. Runs ``groupBy(segment).applyInArrow``."""
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
     _require_pyspark()
     cfg = config or BleuConfig()
@@ -162,8 +187,7 @@ def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = 
                   + [int(total.hyp_len[0]), int(total.ref_len[0])])
         return pa.table({f.name: [v] for f, v in zip(schema.fields, values)})
 
-    tagged = df.withColumn(ROW, F.monotonically_increasing_id())
-    return tagged.groupBy(*columns.segment).applyInArrow(summarize, schema)
+    return _numbered(df).groupBy(*columns.segment).applyInArrow(summarize, schema)
 
 
 def _arrow_schema(spark_schema) -> pa.Schema:
@@ -218,7 +242,7 @@ def score_parquet_spark(in_path: str, out_path: str, config: Optional[BleuConfig
             # persisted: the write (and its sort's sampling) and the tallies read the rows scored once
             scored = _scored(df, cfg, columns, stats, smoothings, metrics).persist()
             try:
-                (scored.orderBy(FILE, ROW).drop(FILE, ROW, TALLY).write
+                (scored.orderBy(ROW).drop(ROW, TALLY).write
                  .option("compression", _SPARK_CODEC[compression]).parquet(str(tmp)))
                 tally = Tally(cfg)
                 for row in scored.where(scored[TALLY].isNotNull()).select(TALLY).collect():

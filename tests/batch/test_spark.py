@@ -1,5 +1,6 @@
 """The Spark engine: a real local[2] session with Python workers, against the single-machine job."""
 
+import contextlib
 import json
 import os
 import sys
@@ -241,3 +242,96 @@ def test_spark_log_is_never_an_input(tmp_path):
         score_parquet_spark(str(src), str(tmp_path / "out"), spark=object(), spark_log=str(tmp_path / "log"))
     assert not (tmp_path / "log").exists()
     assert src.read_bytes() == before and not (tmp_path / "out").exists() and not (tmp_path / "-").exists()
+
+
+def _kbest_rows(n_segments: int, seed: int) -> pa.Table:
+    """A K-best table of ``n_segments`` segments of 3-12 random hypotheses, with a model score."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(12)]
+    seg = np.repeat(np.arange(n_segments), rng.integers(3, 13, n_segments))
+    return pa.table({"segment_id": seg, "hypothesis": [" ".join(rng.choice(words, 6)) for _ in seg],
+                     "references": [[f"w{s % 12} w1 w2 w3 w4 w5"] for s in seg],
+                     "model_score": rng.normal(size=len(seg))})
+
+
+@pytest.fixture
+def named_dataset(tmp_path):
+    """Three files whose names Spark gives percent-encoded ('x y' as 'x%20y', which sorts after
+    'x!'): in name order x y, x!, x+, and segments 10 and 33 cut between two files. x! is the
+    largest (Spark reads it first) and is cut into row groups of 7 rows, to be split across scan
+    partitions. Segment 10's first row (in x y) is a perfect hypothesis, its second the model's
+    best; its rows in x! are not. Returns the directory and the same rows as one local file."""
+    t = _kbest_rows(40, 7)
+    seg = t["segment_id"].to_numpy()
+    ten = int(np.flatnonzero(seg == 10)[0])
+    hyps = t["hypothesis"].to_pylist()
+    hyps[ten], scores = "w10 w1 w2 w3 w4 w5", t["model_score"].to_numpy().copy()
+    scores[ten + 1] = 100.0
+    t = t.set_column(1, "hypothesis", pa.array(hyps)).set_column(3, "model_score", pa.array(scores))
+    cut1, cut2 = ten + 2, int(np.flatnonzero(seg == 33)[0]) + 1
+    data = tmp_path / "in"
+    data.mkdir()
+    pq.write_table(t.slice(0, cut1), data / "x y.parquet")
+    pq.write_table(t.slice(cut1, cut2 - cut1), data / "x!.parquet", row_group_size=7)
+    pq.write_table(t.slice(cut2), data / "x+.parquet")
+    whole = pq.read_table(data)  # pyarrow reads a dataset's files in name order
+    assert whole.equals(t) and (data / "x!.parquet").stat().st_size > (data / "x y.parquet").stat().st_size
+    pq.write_table(whole, tmp_path / "whole.parquet")
+    return data, tmp_path / "whole.parquet"
+
+
+@contextlib.contextmanager
+def _small_splits(spark):
+    """Scan partitions of ~2 KB: a file split over several partitions, several files in one."""
+    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+    before = [spark.conf.get(k) for k in keys]
+    for k in keys:
+        spark.conf.set(k, "2048")
+    try:
+        yield
+    finally:
+        for k, v in zip(keys, before):
+            spark.conf.set(k, v)
+
+
+def test_spark_row_order_and_first_rows_follow_decoded_file_names(spark, named_dataset, tmp_path):
+    """Spark names files by URI ('x%20y.parquet'): the output order and each segment's first row
+    (the 1-best without a score column) follow the decoded names, as the local job on the same
+    rows read in name order."""
+    from kbest_bleu.batch.parquet import score_parquet
+    from kbest_bleu.batch.spark import score_parquet_spark
+    data, whole = named_dataset
+    with _small_splits(spark):
+        assert spark.read.parquet(str(data)).rdd.getNumPartitions() > 3
+        summary = score_parquet_spark(str(data), str(tmp_path / "out"), spark=spark)
+    local = score_parquet(whole, tmp_path / "local.parquet")
+    got, want = pq.read_table(tmp_path / "out"), pq.read_table(tmp_path / "local.parquet")
+    assert got.column_names == want.column_names
+    for name in want.column_names:
+        assert got[name].to_pylist() == want[name].to_pylist(), name
+    assert summary.one_best == local.one_best and summary.oracle == local.oracle and summary.rows == local.rows
+
+
+def test_segment_summary_indices_follow_input_order_across_files(spark, named_dataset, tmp_path):
+    """oracle_index and one_best_index count the segment's rows in input order, also for a
+    segment cut between two files that Spark reads in the other order (one scan partition: x! the
+    largest, read first; then small splits); checked against the local job's scored rows (files
+    read in name order)."""
+    from kbest_bleu.batch.parquet import score_parquet
+    from kbest_bleu.batch.spark import segment_summary
+    data, whole = named_dataset
+    score_parquet(whole, tmp_path / "local.parquet")
+    local = pq.read_table(tmp_path / "local.parquet")
+    seg = local["segment_id"].to_numpy()
+    ptr = np.r_[0, np.flatnonzero(seg[1:] != seg[:-1]) + 1, len(seg)]
+    bleu, score = local["bleu"].to_numpy(), local["model_score"].to_numpy()
+    for layout in (contextlib.nullcontext(), _small_splits(spark)):
+        with layout:
+            summary = segment_summary(spark.read.parquet(str(data)), columns=Columns(score="model_score")).toArrow()
+        summary = summary.sort_by("segment_id")
+        assert summary["n"].to_pylist() == np.diff(ptr).tolist()
+        assert summary["oracle_index"].to_pylist() == [int(np.argmax(bleu[a:b])) for a, b in zip(ptr[:-1], ptr[1:])]
+        assert summary["one_best_index"].to_pylist() == [int(np.argmax(score[a:b]))
+                                                         for a, b in zip(ptr[:-1], ptr[1:])]
+        assert summary["oracle_index"][10].as_py() == 0 and summary["one_best_index"][10].as_py() == 1
+
