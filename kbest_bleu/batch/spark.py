@@ -5,7 +5,8 @@ reads it (:func:`_numbered`: files in name order, rows in file order), the rows 
 repartitioned by segment and sorted within partitions, so a segment's rows are contiguous in one
 partition and in input order; ``mapInArrow`` then streams each partition's record batches through
 :func:`kbest_bleu.batch.stream.score_batches`, which regroups segments cut by Spark's
-``maxRecordsPerBatch`` exactly as on one machine.
+``maxRecordsPerBatch`` exactly as on one machine. A segment whose rows are not consecutive in the
+input is refused with the single-machine job's message (:func:`_check_runs`), not grouped.
 
 Row order of the output: the input's (Spark lists a dataset's files by size, so its own order
 is not the names'). The dataset written by :func:`score_parquet_spark` keeps that order in its
@@ -32,10 +33,11 @@ from urllib.parse import unquote
 import numpy as np
 import pyarrow as pa
 
-from ..arrays import to_numpy
+from ..arrays import one_array, to_numpy
 from ..bleu import sentence_scores
 from ..config import BleuConfig
 from ..counting.threads import set_threads
+from ..encode import check_contiguous, key_labels, run_starts
 from ..errors import InputError, install_extra
 from ..files.output import atomic_output, check_output, open_log
 from ..files.references import Columns
@@ -49,6 +51,7 @@ ROW = "__kbest_row"  # the row's number in the input, from 0 (_numbered)
 FILE, ID, PIECE, SHIFT = "__kbest_file", "__kbest_id", "__kbest_piece", "__kbest_shift"  # _numbered's own
 TALLY = "__kbest_tally"  # the partition's pickled Tally on its last row, null elsewhere
 ROW_ORDER = "input files in name order, rows in file order within a file; part files in name order"
+INPUT = "Spark input"  # where _check_runs's error is, rows counted through the input (_input_error)
 # Spark's names of the parquet codecs (lz4: Arrow's LZ4_RAW, which Spark calls lz4_raw)
 _SPARK_CODEC = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4_raw", "gzip": "gzip", "brotli": "brotli",
                 "none": "none"}
@@ -81,6 +84,7 @@ def _scored(df, cfg: BleuConfig, columns: Columns, stats: bool, smoothings: Sequ
         held = None  # the previous batch, sent once it is known not to be the last
         for out in score_batches(batches, cfg, columns=columns, stats=stats, smoothings=smoothings,
                                  metrics=metrics, tally=tally, source="spark partition"):
+            _check_runs(out, columns.segment)  # whole segments, each in input order
             if held is not None:
                 yield _with_tally(held, None)
             held = out
@@ -114,6 +118,20 @@ def _numbered(df):
     shift = df.sparkSession.createDataFrame(shifts, f"{FILE} string, {PIECE} long, {SHIFT} long")
     return (tagged.join(F.broadcast(shift), [FILE, PIECE]).withColumn(ROW, F.col(ID) + F.col(SHIFT))
             .drop(FILE, PIECE, ID, SHIFT))
+
+
+def _check_runs(rows: "pa.RecordBatch | pa.Table", segment: Sequence[str]) -> None:
+    """Raise the single-machine job's error (:func:`~kbest_bleu.encode.check_contiguous`) when a
+    segment's rows are not consecutive in the input: grouping by segment would join its runs.
+    ``rows``: whole segments, each sorted by ROW; a jump of ROW inside a segment is the gap."""
+    keys = [one_array(rows[c]) for c in segment]
+    order = to_numpy(rows[ROW])
+    inside = np.ones(len(order), bool)  # rows that continue a segment (not its first)
+    inside[run_starts(keys)] = False
+    gap = np.flatnonzero(inside[1:] & (np.diff(order) != 1)) + 1
+    if gap.size:
+        label = key_labels(keys, gap[:1])[0]
+        check_contiguous([label], {label}, order[gap[:1]], INPUT)
 
 
 def _task_threads() -> None:
@@ -151,7 +169,8 @@ def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = 
     """A Spark DataFrame with every input column plus ``bleu`` (plus ``bleu_s<n>`` per extra
     smoothing, and statistics with ``stats``). Same kernels and same output schema as
     :func:`kbest_bleu.batch.parquet.score_parquet`. Rows in input order: by input file name,
-    then by position in the file (:func:`_numbered`, which runs a small Spark job now)."""
+    then by position in the file (:func:`_numbered`, which runs a small Spark job now). A segment
+    whose rows are not contiguous fails the job with the single-machine job's error."""
     scored = _scored(df, _job_config(df, config or BleuConfig(), columns), columns, stats, smoothings, metrics)
     return scored.orderBy(ROW).drop(ROW, TALLY)
 
@@ -160,7 +179,9 @@ def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = 
     """One row per segment: its key column(s), ``n`` (hypotheses), ``oracle_bleu`` and
     ``oracle_index`` (position of the best sentence BLEU within the segment's rows in input
     order: :func:`_numbered`), ``one_best_index`` (highest ``columns.score``, else 0) and the
-    summed statistics m1..mN, t1..tN, hyp_len, ref_len. Runs ``groupBy(segment).applyInArrow``."""
+    summed statistics m1..mN, t1..tN, hyp_len, ref_len. Runs ``groupBy(segment).applyInArrow``;
+    a segment whose rows are not contiguous in the input fails it with the single-machine job's
+    error."""
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
     _require_pyspark()
     cfg = config or BleuConfig()
@@ -174,6 +195,7 @@ def segment_summary(df, config: Optional[BleuConfig] = None, columns: Columns = 
     def summarize(table: pa.Table) -> pa.Table:
         _task_threads()
         table = table.sort_by(ROW)
+        _check_runs(table, columns.segment)
         ptr = np.array([0, table.num_rows], np.int64)
         st = ngram_stats(table[columns.hypothesis], table[columns.references], np.zeros(table.num_rows, np.int64),
                          cfg)
@@ -338,7 +360,8 @@ def _input_error(exc: Exception, src: Path, config: Optional[BleuConfig], column
     """The single-machine job's message for a bad row found by a Spark worker, or ``exc`` itself
     when the failure was not bad input. Workers see partitions, not the input's row numbers, so
     a single input file is checked again locally (only on this failure path), which names the
-    row in the input; for a dataset directory the worker's message is given as it is."""
+    row in the input; for a dataset directory the worker's message is given as it is, its rows
+    counted through the input when it names them so (:func:`_check_runs`)."""
     found = re.search(r"InputError: (.+)", str(exc))
     if found is None:
         return exc
@@ -348,4 +371,7 @@ def _input_error(exc: Exception, src: Path, config: Optional[BleuConfig], column
             score_parquet(src, None, config, columns=columns, stats=stats, smoothings=smoothings, metrics=metrics)
         except InputError as local:
             return local
-    return InputError(f"{src}: {found.group(1).strip()} (row numbers count from the start of a Spark partition)")
+    said = found.group(1).strip()
+    if said.startswith(f"{INPUT}: "):
+        return InputError(f"{src}: {said[len(INPUT) + 2:]} (rows counted from 0 through the files in name order)")
+    return InputError(f"{src}: {said} (row numbers count from the start of a Spark partition)")

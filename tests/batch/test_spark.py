@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -335,3 +336,31 @@ def test_segment_summary_indices_follow_input_order_across_files(spark, named_da
                                                          for a, b in zip(ptr[:-1], ptr[1:])]
         assert summary["oracle_index"][10].as_py() == 0 and summary["one_best_index"][10].as_py() == 1
 
+
+def test_spark_refuses_a_segment_in_two_runs_as_the_local_job(spark, tmp_path):
+    """A segment whose rows are not contiguous (segment 3 starts again after segments 4-6, in the
+    second file) is refused by the local job; Spark, grouping by segment, joined the two runs
+    silently. Now refused with the local job's message on the same rows, its row number counted
+    through the dataset's files in name order; segment_summary fails the same way."""
+    from kbest_bleu.batch.parquet import score_parquet
+    from kbest_bleu.batch.spark import score_parquet_spark, segment_summary
+    t = _kbest_rows(12, 3)
+    seg = t["segment_id"].to_numpy()
+    three, four, seven = (int(np.flatnonzero(seg == s)[0]) for s in (3, 4, 7))
+    t = pa.concat_tables([t.slice(0, three + 1), t.slice(four, seven - four), t.slice(three + 1, four - three - 1),
+                          t.slice(seven)])
+    data = tmp_path / "in"
+    data.mkdir()
+    pq.write_table(t.slice(0, four), data / "a.parquet")
+    pq.write_table(t.slice(four), data / "b.parquet")
+    pq.write_table(pq.read_table(data), tmp_path / "whole.parquet")
+    with pytest.raises(InputError, match=r"segment 3 are not contiguous \(they start again at row \d+ ") as local:
+        score_parquet(tmp_path / "whole.parquet", None)
+    with pytest.raises(InputError) as got:
+        score_parquet_spark(str(data), str(tmp_path / "out"), spark=spark)
+    assert str(got.value) == (str(local.value).replace(str(tmp_path / "whole.parquet"), str(data))
+                              + " (rows counted from 0 through the files in name order)")
+    assert not (tmp_path / "out").exists()
+    said = str(local.value).split(": ", 1)[1]
+    with pytest.raises(Exception, match=re.escape(f"InputError: Spark input: {said[:120]}")):
+        segment_summary(spark.read.parquet(str(data))).collect()
