@@ -75,7 +75,7 @@ def _cmd_score(a: argparse.Namespace) -> int:
     from ..batch.parquet import score_parquet
     from ..files.output import temporary_directory
     from ..files.inputs import register_input
-    from ..files.readers import input_format, kbest_to_parquet, sort_segments
+    from ..files.readers import input_format, kbest_to_parquet, sort_segments, unreadable
     from ..files.references import Columns, ReferenceTable
     _logging(a.quiet)
     if a.engine != "spark" and (a.master != "local[*]" or a.spark_log):  # options of the Spark engine alone
@@ -96,7 +96,16 @@ def _cmd_score(a: argparse.Namespace) -> int:
     if a.input is None:
         log.info("no input given: scoring the bundled sample %s (real Moses 100-best lists, moses-regression-tests, "
                  "LGPL; pre-tokenized, so score it with -t none)", SAMPLE.name)
-    fmt, _ = input_format(src, a.format)
+    if src.is_dir():  # a parquet dataset, which only Spark reads (refused before --sort or --ref-table opens it)
+        if a.engine != "spark":
+            raise InputError(f"{unreadable(src, a.format or 'parquet', IsADirectoryError(src))}, or --engine spark "
+                             "to read a directory of parquet files (a dataset)")
+        if a.format not in (None, "parquet"):
+            raise InputError(f"{src}: is a directory, which --engine spark reads as a parquet dataset; leave "
+                             f"--format {a.format} out")
+        fmt = "parquet"
+    else:
+        fmt, _ = input_format(src, a.format)
     a.to = None if a.to == "parquet" else a.to  # parquet: the job's own output
     if a.to and not a.output:
         raise InputError(f"--to {a.to}: expected -o OUTPUT, the file to write the scored lists to")
@@ -252,7 +261,8 @@ def _score_parser(sub) -> None:
     p = sub.add_parser("score", help="score a K-best table: parquet, CSV/TSV, JSON Lines, n-best or text "
                                      "(no input: the bundled real sample)")
     p.add_argument("input", nargs="?", type=reads("score IN"),
-                   help="input file (format from the extension, or --format)")
+                   help="input file (format from the extension, or --format); a directory: a parquet dataset, "
+                        "read by --engine spark")
     p.add_argument("--format", choices=["parquet", "csv", "tsv", "jsonl", "nbest", "text", *TOOL_FORMATS], default=None,
                    help="input format (default: from the extension, the toolkits' formats from the content; "
                         ".gz/.bz2/.zst decompressed; docs/formats.md)")

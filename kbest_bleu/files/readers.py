@@ -376,9 +376,11 @@ def seekable(path: "str | os.PathLike") -> bool:
 
 def unreadable(path: "str | os.PathLike", fmt: str, exc: Exception, compression: Optional[str] = None,
                expected: str = "") -> InputError:
-    """The one-line error for a file Arrow could not read: a named pipe (Arrow's readers seek: its
-    "lseek failed" told nothing), the line and byte offset of the first invalid UTF-8 (Arrow names
-    only the column), else Arrow's own message."""
+    """The one-line error for a file Arrow could not read: a directory, a named pipe (Arrow's
+    readers seek: its "lseek failed" told nothing), the line and byte offset of the first invalid
+    UTF-8 (Arrow names only the column), else Arrow's own message."""
+    if str(path) != "-" and os.path.isdir(path):  # not a pipe, as seekable() alone would say
+        return InputError(f"{path}: is a directory; expected a {fmt} file")
     if str(path) != "-" and not seekable(path):
         return InputError(f"{path}: is a named pipe or device, which a {fmt} reader cannot seek in; write the data "
                           "to a regular file first (text and n-best inputs may be piped)")

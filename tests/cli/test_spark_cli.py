@@ -5,6 +5,7 @@ when it starts, and a test process's Spark session would be reused by another te
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -70,3 +71,53 @@ def test_a_good_run_and_a_bogus_master_show_no_java_lines(tmp_path):
     # the JVM's reason, from its log: pyspark itself only says that the gateway exited
     assert done.stderr.startswith("kbest-bleu score: error: --master 'bogus://x': Spark could not start "
                                   "(SparkException: Master must"), done.stderr
+
+
+def _dataset(tmp_path: Path) -> Path:
+    """A directory of two parquet files, segment 2 cut between them; and the same rows as one
+    file, ``whole.parquet``, read in name order by pyarrow."""
+    data = tmp_path / "in"
+    data.mkdir()
+    seg = [0] * 3 + [1] * 4 + [2] * 5 + [3] * 3
+    hyps = ["the cat sat", "a cat", "the cat sat down", "the dog", "a cat sat down", "sat", "the cat",
+            "the cat sat down", "cat", "a dog sat", "the", "cat sat down", "a cat sat", "dog", "the cat sat"]
+    table = pa.table({"segment_id": seg, "hypothesis": hyps, "references": [["the cat sat down"]] * len(seg)})
+    pq.write_table(table.slice(0, 9), data / "part 1.parquet")
+    pq.write_table(table.slice(9), data / "part 2.parquet")
+    pq.write_table(pq.read_table(data), tmp_path / "whole.parquet")
+    return data
+
+
+def test_a_directory_is_refused_by_the_single_machine_job_in_one_line(tmp_path, capsys):
+    """The local job reads one file: a directory is said to be one (not 'a named pipe or
+    device'), with the engine that reads it; before --sort opens it too."""
+    from kbest_bleu.batch.parquet import score_parquet
+    from kbest_bleu.cli import main
+    from kbest_bleu.errors import InputError
+    data = _dataset(tmp_path)
+    for extra in ([], ["--format", "parquet"], ["--sort"], ["--engine", "numpy"]):
+        assert main(["score", str(data), "-o", str(tmp_path / "out.parquet"), *extra]) == 2
+        assert capsys.readouterr().err == (f"kbest-bleu score: error: {data}: is a directory; expected a parquet "
+                                           "file, or --engine spark to read a directory of parquet files (a dataset)\n")
+    assert main(["score", str(data), "-o", str(tmp_path / "out"), "--engine", "spark", "--format", "csv"]) == 2
+    assert "leave --format csv out" in capsys.readouterr().err
+    with pytest.raises(InputError, match=f"^{data}: is a directory; expected a parquet file$"):
+        score_parquet(data, None)
+    assert not (tmp_path / "out.parquet").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.exhaustive  # a Spark start of its own (~30 s)
+def test_a_directory_is_scored_by_spark_as_a_dataset(tmp_path):
+    """docs/cli.md's `kbest-bleu score IN_DIR -o OUT_DIR --engine spark`, no --format: the rows and
+    the summary of the local job on the same rows in one file."""
+    data = _dataset(tmp_path)
+    done = _spark_job(tmp_path, data, "out", "--json")
+    assert done.returncode == 0, done.stderr
+    local = subprocess.run([sys.executable, "-m", "kbest_bleu", "score", str(tmp_path / "whole.parquet"), "-o",
+                            str(tmp_path / "local.parquet"), "--json"], capture_output=True, text=True, timeout=300,
+                           cwd=ROOT)
+    assert local.returncode == 0, local.stderr
+    got, want = json.loads(done.stdout), json.loads(local.stdout)
+    for key in ("rows", "segments", "one_best", "oracle", "signature"):
+        assert got[key] == want[key], key
+    assert pq.read_table(tmp_path / "out").equals(pq.read_table(tmp_path / "local.parquet"))
