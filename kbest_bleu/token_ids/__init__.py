@@ -33,7 +33,6 @@ et al. 2002 section 2.1), then scored by :func:`kbest_bleu.bleu.score_rows` (the
 
 from __future__ import annotations
 
-import numbers
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -47,7 +46,7 @@ from ..bleu import score_rows
 from ..config import BleuConfig
 from ..errors import InputError
 from ..stats import BleuStats, check_group_pointers, counting_args, kernel_rows, kernel_rows_back, threads_for
-from ._inputs import kernels, reference_rows, rows
+from ._inputs import group_pointers, kernels, reference_rows, rows
 
 __all__ = ["TokenBleuScorer", "pairwise_token_bleu", "segment_token_stats", "self_token_bleu", "token_bleu",
            "token_config", "token_ngram_stats", "token_rows"]
@@ -136,27 +135,12 @@ def token_rows(x: Any, pad_id: Any = None, what: str = "hypotheses") -> tuple[np
 
 # --- segments and counting ----------------------------------------------------------------------
 
-def _group_pointers(groups: Any, n_rows: int) -> np.ndarray:
-    """Row pointers int64[G+1] from a group size or pointers."""
-    if isinstance(groups, numbers.Integral) and not isinstance(groups, (bool, np.bool_)):
-        g = int(groups)
-        if g < 1 or n_rows % g:
-            raise InputError(f"groups: a group size must be a positive divisor of the number of hypothesis rows "
-                             f"({n_rows}), found {g}; pass row pointers for groups of different sizes")
-        return np.arange(0, n_rows + 1, g, dtype=np.int64)
-    try:
-        return check_group_pointers(groups, n_rows)
-    except (TypeError, ValueError):
-        raise InputError(f"groups: expected a group size (int) or row pointers (int64[G+1], rows ptr[g]:ptr[g+1] "
-                         f"form group g), found {groups!r}") from None
-
-
 def _segments(n_rows: int, entry_ptr: np.ndarray, groups: Any, index: Any, n_entries_name: str) -> np.ndarray:
     """The kernels' segment table int64[S, 6] (:mod:`kbest_bleu.token_ids._kernels`): each hypothesis
     row (or group of rows) with the references of its entry."""
     k = kernels()
     n_entries = len(entry_ptr) - 1
-    gptr = np.arange(n_rows + 1, dtype=np.int64) if groups is None else _group_pointers(groups, n_rows)
+    gptr = np.arange(n_rows + 1, dtype=np.int64) if groups is None else group_pointers(groups, n_rows)
     n_seg = len(gptr) - 1
     if index is None:
         if n_entries != n_seg:
@@ -436,7 +420,7 @@ def _group_stats(hypotheses: Any, groups: Any, pad_id: Any, cfg: BleuConfig, pai
     n_rows = len(hyp[1]) - 1
     if groups is None:
         raise InputError("groups: expected a group size or row pointers: pairwise BLEU is computed within groups")
-    gptr = _group_pointers(groups, n_rows)
+    gptr = group_pointers(groups, n_rows)
     sizes = np.diff(gptr)
     if pairs:
         # one segment per (group, reference j): the group's rows against row j

@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..stats import check_group_pointers
 
 def _pad_value(pad_id: Any) -> Optional[int]:
     if pad_id is None:
@@ -337,3 +338,18 @@ def _depth(refs: Sequence) -> int:
             raise InputError(f"references: an entry starts with {first!r}; expected integer token ids")
         return 2
     return 1
+
+
+def group_pointers(groups: Any, n_rows: int) -> np.ndarray:
+    """Row pointers int64[G+1] from a group size or pointers."""
+    if isinstance(groups, numbers.Integral) and not isinstance(groups, (bool, np.bool_)):
+        g = int(groups)
+        if g < 1 or n_rows % g:
+            raise InputError(f"groups: a group size must be a positive divisor of the number of hypothesis rows "
+                             f"({n_rows}), found {g}; pass row pointers for groups of different sizes")
+        return np.arange(0, n_rows + 1, g, dtype=np.int64)
+    try:
+        return check_group_pointers(groups, n_rows)
+    except (TypeError, ValueError):
+        raise InputError(f"groups: expected a group size (int) or row pointers (int64[G+1], rows ptr[g]:ptr[g+1] "
+                         f"form group g), found {groups!r}") from None
