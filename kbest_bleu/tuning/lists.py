@@ -40,7 +40,7 @@ class KbestLists:
     stats : BleuStats           H rows
     features : float64[H, F]
     feature_names : list of F names
-    keys : pyarrow large_string[H]  the token sequence of each hypothesis (de-duplication key)
+    keys : pyarrow large_string[H]  the token sequence of each hypothesis
     ref_len : float64[S]        len(R_i): the shortest reference of each segment, in tokens
     model_score : float64[H] or None  the decoder's model score, when loaded with one
     """
@@ -66,8 +66,9 @@ class KbestLists:
         """From a K-best table (our parquet, or converted Moses/Joshua n-best lists).
 
         Rows of one segment may come from several decoding iterations and need not be
-        contiguous: they are grouped by segment and de-duplicated (the same token sequence is
-        the same candidate; the first occurrence is kept), as Moses ``extractor --prev-*`` does.
+        contiguous: they are grouped by segment and de-duplicated as Moses' extractor de-duplicates
+        with ``--prev-*`` files: a row whose features and BLEU statistics both equal an earlier row's
+        of its segment is dropped (the first occurrence is kept).
         ``features``: a list<double> column, or a feature string column (Moses ``lm= -4 ...`` or
         Joshua ``lm_0=-4``) parsed once here. ``score``: optional model-score column.
         """
@@ -109,13 +110,12 @@ class KbestLists:
 
     @classmethod
     def _build(cls, seg, refs, values, names, keys, model, cfg) -> "KbestLists":
-        rows = _first_per_segment(seg, keys)
-        seg_sorted = seg[rows]
-        starts = np.r_[0, np.flatnonzero(np.diff(seg_sorted)) + 1] if len(rows) else np.zeros(0, np.int64)
-        ptr = np.r_[starts, len(rows)].astype(np.int64)
-        take = pa.array(rows)
-        # the rows of a segment must share their references (checked on the kept rows)
-        seg_refs = segment_references(references_array(refs.take(take)), ptr, len(rows))
+        order = np.argsort(seg, kind="stable")  # grouped by segment, earlier lists first
+        seg_sorted = seg[order]
+        ptr = _pointers(seg_sorted)
+        take = pa.array(order)
+        # the rows of a segment must share their references
+        seg_refs = segment_references(references_array(refs.take(take)), ptr, len(order))
         per_seg = list_offsets(seg_refs)
         if (np.diff(per_seg) == 0).any():
             bad = seg_sorted[ptr[:-1]][np.flatnonzero(np.diff(per_seg) == 0)[0]]
@@ -126,8 +126,11 @@ class KbestLists:
         enc = encode(keys.take(take), pa.LargeListArray.from_arrays(pa.array(per_seg), ref_text), ptr)
         stats = stats_from_encoded(enc, cfg)
         ref_len = np.minimum.reduceat(np.diff(enc.ref_ptr).astype(np.float64), enc.seg_ref_ptr[:-1])
-        return cls(seg_sorted[ptr[:-1]], ptr, stats, values[rows], list(names), keys.take(take), ref_len,
-                   None if model is None else model[rows])
+        kept = _distinct_candidates(seg_sorted, stats, values[order])  # sorted already: rows of the sorted order
+        rows = order[kept]
+        ptr = _pointers(seg_sorted[kept])
+        return cls(seg_sorted[kept][ptr[:-1]], ptr, stats[kept], values[rows], list(names), keys.take(pa.array(rows)),
+                   ref_len, None if model is None else model[rows])
 
     def __len__(self) -> int:
         return len(self.stats)
@@ -183,34 +186,43 @@ class KbestLists:
         return choice
 
     def merge(self, other: "KbestLists") -> "KbestLists":
-        """Union of two K-best containers per segment, without repeated candidates (self first).
-        Statistics are recomputed only through concatenation: both must use the same options."""
+        """Union of two K-best containers per segment, without repeated candidates (self first; as
+        :meth:`from_table`). Statistics are not recomputed but concatenated: both must use the same
+        options."""
         if self.feature_names != other.feature_names:
             raise InputError(f"merge: feature names differ: {self.feature_names} vs {other.feature_names}")
         seg = np.concatenate([self.segment_ids[self.labels], other.segment_ids[other.labels]])
-        keys = pa.concat_arrays([self.keys, other.keys])
-        rows = _first_per_segment(seg, keys)
-        stats = BleuStats.concat([self.stats, other.stats])[rows]
+        stats = BleuStats.concat([self.stats, other.stats])
+        features = np.concatenate([self.features, other.features])
+        rows = _distinct_candidates(seg, stats, features)
         seg_sorted = seg[rows]
-        ptr = np.r_[0, np.flatnonzero(np.diff(seg_sorted)) + 1, len(rows)].astype(np.int64)
+        ptr = _pointers(seg_sorted)
         ref_len = dict(zip(other.segment_ids, other.ref_len)) | dict(zip(self.segment_ids, self.ref_len))
         model = None
         if self.model_score is not None and other.model_score is not None:
             model = np.concatenate([self.model_score, other.model_score])[rows]
-        return KbestLists(seg_sorted[ptr[:-1]], ptr, stats, np.concatenate([self.features, other.features])[rows],
-                          self.feature_names, keys.take(pa.array(rows)),
+        return KbestLists(seg_sorted[ptr[:-1]], ptr, stats[rows], features[rows], self.feature_names,
+                          pa.concat_arrays([self.keys, other.keys]).take(pa.array(rows)),
                           np.array([ref_len[s] for s in seg_sorted[ptr[:-1]]]), model)
 
 
-def _first_per_segment(seg: np.ndarray, keys: pa.Array) -> np.ndarray:
-    """Rows grouped by segment (stable: earlier lists first), keeping the first row of each
-    (segment, token sequence): int64 row indices."""
+def _pointers(seg_sorted: np.ndarray) -> np.ndarray:
+    """Segment pointers int64[S+1] of rows sorted by segment."""
+    starts = np.r_[0, np.flatnonzero(np.diff(seg_sorted)) + 1] if len(seg_sorted) else np.zeros(0, np.int64)
+    return np.r_[starts, len(seg_sorted)].astype(np.int64)
+
+
+def _distinct_candidates(seg: np.ndarray, stats: BleuStats, features: np.ndarray) -> np.ndarray:
+    """Rows grouped by segment (stable: earlier lists first), without a row whose features and BLEU
+    statistics (Moses order) both equal an earlier row's of its segment, as Moses drops repeated
+    candidates (mert/Data.cpp, ``removeDuplicates``): int64 row indices. Equal token sequences have
+    equal statistics; a candidate whose features differ is kept, since w . f tells it apart."""
     order = np.argsort(seg, kind="stable")
-    combo = pc.binary_join_element_wise(pa.array(seg.astype(str), pa.large_string()), keys,
-                                        pa.scalar("\x1f", pa.large_string()))
-    codes = pc.dictionary_encode(combo.take(pa.array(order))).indices.to_numpy()
-    first = np.zeros(len(codes), bool)
-    first[np.unique(codes, return_index=True)[1]] = True
+    _, seg_code = np.unique(seg, return_inverse=True)
+    # + 0.0 makes -0.0 +0.0, equal as Moses compares features (==); stats are exact integers as floats
+    key = np.column_stack([seg_code.astype(np.float64), moses_matrix(stats), features + 0.0])[order]
+    first = np.zeros(len(order), bool)
+    first[np.unique(key, axis=0, return_index=True)[1]] = True
     return order[first]
 
 
