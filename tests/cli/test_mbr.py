@@ -253,6 +253,29 @@ def test_select_writes_only_the_argmax_rows_ties_to_the_lowest(tmp_path):
         assert np.allclose(out["mbr_utility"].to_numpy(), want[rows], atol=1e-12) and all(out["mbr_selected"].to_pylist())
 
 
+
+def test_a_whitespace_variant_ties_with_its_candidate_and_the_lower_row_is_selected(tmp_path):
+    """'a  cat mat a' has the n-grams of 'a cat mat a' (chrF removes whitespace, chrF++ and BLEU
+    split words at it): against every pseudo-reference the two score the same, so their expected
+    utilities are equal and row 0 is selected. chrF's exact pairs summed them in another order for
+    each row: row 4 won by the last bit (chrF 0.49560275592779474 against ...457)."""
+    hyps = ["a cat mat a", "dog dog mat on sat a", "on cat the the", "on sat cat", "a  cat mat a"]
+    table = pa.table({"segment_id": [0] * 5, "hypothesis": hyps})
+    pq.write_table(table, tmp_path / "in.parquet")
+    for utility, oracle in (("chrf", _chrf(0)), ("chrf++", _chrf(2)), ("bleu", _bleu)):
+        want = _expected(table, oracle)
+        assert want[0] == want[4] == want.max()  # the slow sums: the same terms in the same order
+        for aggregate in ([], ["--aggregate"]):
+            assert main(["mbr", str(tmp_path / "in.parquet"), "-t", "none", "--utility", utility, "-q",
+                         "-o", str(tmp_path / "out.parquet")] + aggregate) == 0
+            out = pq.read_table(tmp_path / "out.parquet")
+            got = out["mbr_utility"].to_numpy()
+            assert got[0] == got[4], (utility, aggregate)
+            assert np.flatnonzero(out["mbr_selected"].to_numpy()).tolist() == _argmax_rows(got, [0, 5])
+            if not aggregate:  # the aggregate's highest is another row
+                assert np.abs(got - want).max() <= 1e-12 and out["mbr_selected"].to_pylist()[0]
+
+
 def _one_line_error(capsys) -> str:
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err

@@ -257,6 +257,58 @@ def test_aggregate_equals_fastchrf():
     assert np.abs(100 * got - np.concatenate(theirs)).max() <= 1e-4  # fastChrF's float precision
 
 
+
+def _with_whitespace_variants(rng, k):
+    """k random word strings, then copies of some of them with whitespace added (chrF removes it,
+    chrF++ splits words at it: the same n-grams) or repeated as they are, at later rows."""
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "."]
+    cands = [" ".join(rng.choice(words, int(rng.integers(0, 7)))) for _ in range(k)]
+    for _ in range(int(rng.integers(1, 4))):
+        c = cands[int(rng.integers(0, len(cands)))]
+        variant = [c.replace(" ", "  ", 1), " " + c, c + " ", c][int(rng.integers(0, 4))]
+        cands.insert(int(rng.integers(cands.index(c) + 1, len(cands) + 1)), variant)
+    return cands
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_equal_utilities_are_bit_equal_and_the_lowest_row_is_selected(seed):
+    """Two candidates with the same n-grams have equal utilities against every pseudo-reference, so
+    equal expected utilities, and MBR takes the lower row (docs/mbr.md). Exact pairs summed each
+    candidate's utilities in an order that depended on its row: the two differed in the last bit
+    and the later row could win. Against a slow MBR by sacrebleu's sentence chrF per pair, the
+    candidates as their own pseudo-references and a separate set, weighted or not, exact and
+    aggregated (the slow aggregate of the published definition)."""
+    rng = np.random.default_rng(seed)
+    segs = [_with_whitespace_variants(rng, int(rng.integers(4, 24))) for _ in range(3)]
+    pseudo = [_with_whitespace_variants(rng, int(rng.integers(1, 8))) for _ in range(3)]
+    cands, refs = sum(segs, []), sum(pseudo, [])
+    ptr, ref_ptr = np.cumsum([0] + [len(x) for x in segs]), np.cumsum([0] + [len(x) for x in pseudo])
+    for word_order, weighted, separate in itertools.product((0, 2), (False, True), (False, True)):
+        kw = _options(word_order=word_order)
+        metric = CHRF(**kw)
+        sets = pseudo if separate else segs
+        w = rng.uniform(0.1, 2.0, ref_ptr[-1] if separate else ptr[-1]) if weighted else None
+        extra = dict(pseudo_references=refs, pseudo_segments=ref_ptr) if separate else {}
+        exact = pairwise_chrf(cands, ptr, weights=w, matrix=False, **extra, **kw).expected
+        aggregated = aggregate_chrf(cands, ptr, weights=w, **extra, **kw)
+        for s, seg in enumerate(segs):
+            rows = range(ptr[s], ptr[s + 1])
+            at = (ref_ptr if separate else ptr)[s]
+            ws = np.ones(len(sets[s])) if w is None else w[at:at + len(sets[s])]
+            slow = [sum(wj * metric.sentence_score(c, [r]).score / 100 for wj, r in zip(ws, sets[s])) / ws.sum()
+                    for c in seg]
+            assert np.abs(exact[rows] - slow).max() <= 1e-12
+            slow_aggregate = [_slow_aggregate(c, sets[s], ws, kw) / 100 for c in seg]
+            assert np.abs(aggregated[rows] - slow_aggregate).max() <= 1e-9  # fractional mean counts
+            for utility in (exact[rows], aggregated[rows]):
+                first = {}  # the first row of each n-gram profile: whitespace apart, the same words
+                for i, c in enumerate(seg):
+                    first.setdefault(" ".join(c.split()), i)
+                    assert utility[i] == utility[first[" ".join(c.split())]], (word_order, weighted, separate)
+                chosen = int(np.argmax(utility))  # the first of the highest
+                assert chosen == first[" ".join(seg[chosen].split())]
+
+
 def test_pairwise_and_aggregate_reject_bad_input():
     with pytest.raises(InputError, match="segments"):
         pairwise_chrf(SAMPLES, [0, 3])

@@ -13,6 +13,10 @@ from ...jit import njit
 _EPS = 1e-16  # sacrebleu's CHRF._compute_f_score
 # chunks of work per kernel: fixed (not the thread count), so that sums come out in the same order anywhere
 CHUNKS = 32
+# a segment scored against itself: its candidates in ceil(n_c / MIN_BLOCK) blocks of rows, at most BLOCKS, so
+# up to 136 tiles of pairs for the threads, and a row reloaded once per tile, not once per pair
+BLOCKS = 16
+MIN_BLOCK = 32
 
 
 @njit(inline="always")
@@ -92,44 +96,53 @@ def _matchable(ids, cnt, optr, nodes, bounds, need, f_ids, f_cnt, f_off):
             f_off[r, n_ord] = e
 
 
+@njit(inline="always")
+def _blocks(n_c):
+    """Blocks of rows a segment of n_c candidates, its own pseudo-references, is cut into: a
+    function of n_c alone, so that every candidate's sums have the same shape."""
+    return min(BLOCKS, (n_c + MIN_BLOCK - 1) // MIN_BLOCK)
+
+
 @njit(error_model="numpy")
-def _within(ids, cnt, optr, tot, n_nodes, c0, n_c, c, n_chunks, f_ids, f_cnt, f_off, weights, factor,
-            eps_smoothing, keep, mat, base, acc):
-    """Share c of n_chunks of candidates scored against themselves: rows i and n_c-1-i for i = c,
-    c + n_chunks, ... (n_c-1 pairs per i, so that the shares are even); each unordered pair counted
-    once and both directions scored. acc[a] += weight x chrF for candidate a."""
+def _tile(ids, cnt, optr, tot, n_nodes, c0, n_c, qa, qb, nb, f_ids, f_cnt, f_off, weights, factor,
+          eps_smoothing, keep, mat, base, part):
+    """The candidates of block qa against those of block qb >= qa, as each other's
+    pseudo-references: each unordered pair counted once and both directions scored.
+    part[a * nb + q] += weight x chrF of candidate a against each candidate of block q, added in
+    pseudo-reference order whether a is the row or the column (the diagonal block's rows go up
+    too), so that two candidates with equal chrF against every pseudo-reference get equal sums."""
     n_ord = optr.shape[1] - 1
     dense = np.zeros(n_nodes, np.int32)
     sc = np.zeros(3 * n_ord)
     match = np.zeros(n_ord, np.int64)
-    for i in range(c, (n_c + 1) // 2, n_chunks):
-        for side in range(2):
-            a = i if side == 0 else n_c - 1 - i
-            if side == 1 and a == i:
-                break
-            h = c0 + a
-            for k in range(optr[h, 0], optr[h, n_ord]):
-                dense[ids[k]] = cnt[k]
+    b1 = (qb + 1) * n_c // nb
+    for a in range(qa * n_c // nb, (qa + 1) * n_c // nb):
+        h = c0 + a
+        for k in range(optr[h, 0], optr[h, n_ord]):
+            dense[ids[k]] = cnt[k]
+        b0 = qb * n_c // nb
+        if qa == qb:  # a's own pair, then the pairs with the block's later rows
             for o in range(n_ord):
                 match[o] = tot[h, o]
             _pair_stats(tot, h, h, match, n_ord, sc)
             f = _f_value(sc, n_ord, factor, eps_smoothing)
             if keep:
                 mat[base + a * n_c + a] = f
-            acc[a] += weights[h] * f
-            for b in range(a + 1, n_c):
-                _matches(dense, f_ids, f_cnt, f_off, c0 + b, n_ord, match)
-                _pair_stats(tot, h, c0 + b, match, n_ord, sc)
-                f = _f_value(sc, n_ord, factor, eps_smoothing)
-                _pair_stats(tot, c0 + b, h, match, n_ord, sc)
-                g = _f_value(sc, n_ord, factor, eps_smoothing)
-                if keep:
-                    mat[base + a * n_c + b] = f
-                    mat[base + b * n_c + a] = g
-                acc[a] += weights[c0 + b] * f
-                acc[b] += weights[h] * g
-            for k in range(optr[h, 0], optr[h, n_ord]):
-                dense[ids[k]] = 0
+            part[a * nb + qa] += weights[h] * f
+            b0 = a + 1
+        for b in range(b0, b1):
+            _matches(dense, f_ids, f_cnt, f_off, c0 + b, n_ord, match)
+            _pair_stats(tot, h, c0 + b, match, n_ord, sc)
+            f = _f_value(sc, n_ord, factor, eps_smoothing)
+            _pair_stats(tot, c0 + b, h, match, n_ord, sc)
+            g = _f_value(sc, n_ord, factor, eps_smoothing)
+            if keep:
+                mat[base + a * n_c + b] = f
+                mat[base + b * n_c + a] = g
+            part[a * nb + qb] += weights[c0 + b] * f
+            part[b * nb + qa] += weights[h] * g
+        for k in range(optr[h, 0], optr[h, n_ord]):
+            dense[ids[k]] = 0
 
 
 @njit(error_model="numpy")
@@ -169,9 +182,9 @@ def pairwise(ids, cnt, optr, tot, nodes, bounds, same, weights, factor, eps_smoo
     chrF over the pseudo-references divided by the sum of their weights.
 
     Match counts are symmetric, so with ``same`` each unordered pair is counted once and both
-    directions scored from it; a pseudo-reference keeps only the n-grams some other string holds.
-    One parallel loop over every segment's shares of rows, so that a few big segments and many
-    small ones both fill the threads.
+    directions scored from it, in tiles of blocks of rows (:func:`_tile`); a pseudo-reference keeps
+    only the n-grams some other string holds. One parallel loop over every segment's tiles or
+    shares of rows, so that a few big segments and many small ones both fill the threads.
     """
     n_ord = optr.shape[1] - 1
     n_seg = bounds.shape[0]
@@ -179,13 +192,14 @@ def pairwise(ids, cnt, optr, tot, nodes, bounds, same, weights, factor, eps_smoo
     f_cnt = np.zeros(ids.size, np.int32)
     f_off = np.zeros((optr.shape[0], n_ord + 1), np.int64)
     _matchable(ids, cnt, optr, nodes, bounds, 2 if same else 1, f_ids, f_cnt, f_off)
-    shares = np.zeros(n_seg + 1, np.int64)  # segment s's shares: shares[s]:shares[s+1]
-    acc_ptr = np.zeros(n_seg + 1, np.int64)  # and its accumulators, n_c per share
+    shares = np.zeros(n_seg + 1, np.int64)  # segment s's shares of work (tiles with same): shares[s]:shares[s+1]
+    acc_ptr = np.zeros(n_seg + 1, np.int64)  # and its partial sums with same, nb per candidate
     for s in range(n_seg):
         n_c, n_r = bounds[s, 1] - bounds[s, 0], bounds[s, 3] - bounds[s, 2]
-        n = 0 if n_r == 0 else min(CHUNKS, (n_c + 1) // 2 if same else n_c)
+        nb = _blocks(n_c)
+        n = 0 if n_r == 0 else (nb * (nb + 1) // 2 if same else min(CHUNKS, n_c))
         shares[s + 1] = shares[s] + n
-        acc_ptr[s + 1] = acc_ptr[s] + (n * n_c if same else 0)
+        acc_ptr[s + 1] = acc_ptr[s] + (nb * n_c if same else 0)
     share_seg = np.zeros(shares[-1], np.int64)
     for s in range(n_seg):
         share_seg[shares[s]:shares[s + 1]] = s
@@ -197,9 +211,13 @@ def pairwise(ids, cnt, optr, tot, nodes, bounds, same, weights, factor, eps_smoo
         c, n_chunks = j - shares[s], shares[s + 1] - shares[s]
         c0, n_c = bounds[s, 0], bounds[s, 1] - bounds[s, 0]
         if same:
-            at = acc_ptr[s] + c * n_c
-            _within(ids, cnt, optr, tot, nodes[s], c0, n_c, c, n_chunks, f_ids, f_cnt, f_off, weights, factor,
-                    eps_smoothing, keep, mat, mat_ptr[s], acc[at:at + n_c])
+            nb = _blocks(n_c)
+            qa = 0  # tile c of the blocks' pairs qa <= qb, row by row
+            while c >= nb - qa:
+                c -= nb - qa
+                qa += 1
+            _tile(ids, cnt, optr, tot, nodes[s], c0, n_c, qa, qa + c, nb, f_ids, f_cnt, f_off, weights, factor,
+                  eps_smoothing, keep, mat, mat_ptr[s], acc[acc_ptr[s]:acc_ptr[s + 1]])
         else:
             _across(ids, cnt, optr, tot, nodes[s], c0, n_c, bounds[s, 2], bounds[s, 3] - bounds[s, 2], c, n_chunks,
                     f_ids, f_cnt, f_off, weights, factor, eps_smoothing, keep, mat, mat_ptr[s], expected)
@@ -208,11 +226,12 @@ def pairwise(ids, cnt, optr, tot, nodes, bounds, same, weights, factor, eps_smoo
         for r in range(bounds[s, 2], bounds[s, 3]):
             w_sum += weights[r]
         n_c = bounds[s, 1] - bounds[s, 0] if w_sum > 0 else 0  # (the caller refuses a segment without weight)
+        nb = _blocks(n_c)
         for a in range(n_c):
             h = bounds[s, 0] + a
-            if same:  # the shares' sums, in share order
-                for c in range(shares[s + 1] - shares[s]):
-                    expected[h] += acc[acc_ptr[s] + c * n_c + a]
+            if same:  # the blocks' sums, in block order
+                for q in range(nb):
+                    expected[h] += acc[acc_ptr[s] + a * nb + q]
             expected[h] /= w_sum
     return mat, expected
 
