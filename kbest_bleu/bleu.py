@@ -243,7 +243,7 @@ def score_kbest(hypotheses: Any, references: Any, segments: Any = None, **option
     segment or per row. See :func:`kbest_bleu.stats.ngram_stats`.
     """
     cfg = BleuConfig.make(**options)
-    return sentence_scores(ngram_stats(hypotheses, references, segments, cfg), cfg)
+    return score_rows(ngram_stats(hypotheses, references, segments, cfg), cfg, "sentence")
 
 
 def corpus_bleu(hypotheses: Any, references: Any, *, references_layout: Optional[str] = None,
@@ -272,7 +272,7 @@ def corpus_bleu(hypotheses: Any, references: Any, *, references_layout: Optional
             raise InputError(f"references: with references_layout='streams', expected streams of {n} strings (one "
                              f"per hypothesis), found streams of {', '.join(map(str, lengths)) or 'no'} strings")
         # None in a stream: no reference of that stream for that hypothesis (sacrebleu's varying count)
-        references = [[x for x in r if x is not None] for r in zip(*(_as_list(s) for s in references))]
+        references = [[x for x in r if x is not None] for r in zip(*references)]
     cfg = BleuConfig.make(**options)
     return corpus_score(ngram_stats(hypotheses, references, None, cfg), cfg)
 
@@ -281,10 +281,6 @@ def _is_sequence(x: Any) -> bool:
     """A list, tuple, 1-D array or Series of strings (a stream, or a row's references)."""
     return isinstance(x, (list, tuple)) or (hasattr(x, "__array__") and hasattr(x, "__len__")
                                             and not isinstance(x, (str, bytes)) and np.ndim(x) == 1)
-
-
-def _as_list(x: Any) -> list:
-    return x if isinstance(x, list) else x.tolist() if hasattr(x, "tolist") else list(x)
 
 
 def _refuse_ambiguous_layout(hypotheses: Any, references: Any) -> None:

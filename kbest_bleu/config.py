@@ -170,7 +170,8 @@ class BleuConfig:
         """A memoization key of keyword ``options`` holding each value's type: True, 1 and 1.0 are
         one dict key, but not one option (``max_order=True`` is refused, ``max_order=1`` is not).
         ``{k: v for k, v, _ in key}`` gives the options back; TypeError for unhashable values."""
-        key = tuple(sorted((k, v, type(v).__name__) for k, v in options.items()))
+        key = tuple(sorted((k, v, type(v).__name__ if not isinstance(v, tuple) else tuple(type(x).__name__ for x in v))
+                           for k, v in options.items()))
         hash(key)
         return key
 

@@ -106,7 +106,7 @@ def _geometric(p: np.ndarray, include: Optional[np.ndarray], w: np.ndarray, reno
         return np.exp(s)
     # the included orders' weights scaled up to the weights' total W: with every order included,
     # the same as without effective order, whatever W (1 for the default weights: nothing to scale)
-    w_total = float(w.sum()) if w.ndim == 1 else 1.0
+    w_total = float(w.sum())  # 1-D: per-row weights are NLTK's, which does not renormalize
     return np.exp(_div(s * w_total if abs(w_total - 1.0) > 1e-12 else s, total))
 
 

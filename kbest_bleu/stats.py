@@ -39,16 +39,19 @@ __all__ = ["BleuStats", "check_group_pointers", "counting_args", "counts_in_para
 _POLICY_CODES = dict(zip(REF_LENGTH_POLICIES, (REF_CLOSEST, REF_SHORTEST, REF_AVERAGE)))
 
 
-def check_group_pointers(ptr: Any, n_rows: int) -> np.ndarray:
-    """Validate CSR group pointers int64[G+1]: integers, non-decreasing from 0 to ``n_rows``
-    (floats, strings or booleans are refused, not truncated)."""
+def check_group_pointers(ptr: Any, n_rows: int, n_groups: Optional[int] = None, what: str = "group pointers"
+                         ) -> np.ndarray:
+    """Validate CSR group pointers int64[G+1]: integers, non-decreasing from 0 to ``n_rows``, G =
+    ``n_groups`` when given (floats, strings or booleans are refused, not truncated); ``what``
+    names them in the message."""
     try:
         a = np.asarray(ptr)
     except (ValueError, TypeError):  # ragged nesting
         a = np.asarray(None)
     if (a.dtype.kind not in "iu" or a.ndim != 1 or a.size == 0 or a[0] != 0 or a[-1] != n_rows
-            or (a[1:] < a[:-1]).any()):
-        raise InputError(f"group pointers: expected a non-decreasing integer array from 0 to {n_rows} "
+            or (a[1:] < a[:-1]).any() or (n_groups is not None and a.size != n_groups + 1)):
+        count = f" of {n_groups + 1} pointers" if n_groups is not None else ""
+        raise InputError(f"{what}: expected a non-decreasing integer array{count} from 0 to {n_rows} "
                          f"(rows ptr[g]:ptr[g+1] form group g), found {ptr!r:.200}")
     return a.astype(np.int64, copy=False)
 

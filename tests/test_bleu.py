@@ -124,6 +124,9 @@ def test_options_of_the_wrong_type_are_refused_whatever_was_called_before():
     with pytest.raises(kb.InputError, match="max_order"):
         kb.sentence_bleu("A b c d", ["a b c d"], max_order=True)
     assert kb.sentence_bleu("A b", ["a b"], lowercase=np.True_) == 1.0
+    assert kb.sentence_bleu("a b c d", ["a b c d"], weights=(1, 1, 1, 1)) == 1.0
+    with pytest.raises(kb.InputError, match="weights"):  # (True,) * 4 == (1, 1, 1, 1) as a cache key
+        kb.sentence_bleu("a b c d", ["a b c d"], weights=(True,) * 4)
     with pytest.raises(kb.InputError, match="epsilon"):
         kb.sentence_bleu("a b", ["a c"], smoothing="floor", epsilon=5e-324)  # eps / l_n underflowed to 0
 

@@ -201,7 +201,7 @@ def segments(path: "str | os.PathLike", columns: Sequence[str], key: Sequence[st
     Read batch by batch: memory is one batch, the current list and the keys seen."""
     import pyarrow.parquet as pq
 
-    from ..errors import InputError
+    from ..encode import check_contiguous
 
     pf = pq.ParquetFile(path)
     key = list(key)
@@ -218,12 +218,7 @@ def segments(path: "str | os.PathLike", columns: Sequence[str], key: Sequence[st
                     yield (current if key == ["segment_id"] else len(seen) - 1), rows
                     rows = None
                 if rows is None:
-                    if keys[start] in seen:
-                        raise InputError(f"{path}: segment {keys[start]!r} ({', '.join(key)}) comes again at row "
-                                         f"{row0 + start} after other segments; a K-best list is written from "
-                                         "contiguous rows: sort the table by its segment key first (kbest-bleu "
-                                         "score --sort)")
-                    seen.add(keys[start])
+                    check_contiguous([keys[start]], seen, [row0 + start], f"{path} ({', '.join(key)})")
                     current, rows = keys[start], {c: [] for c in have}
                 for c in have:
                     rows[c].extend(values[c][start:i])

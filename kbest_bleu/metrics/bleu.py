@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..arrays import from_numpy
-from ..bleu import BleuResult, corpus_score, sentence_scores
+from ..bleu import BleuResult, corpus_score, score_rows
 from ..config import BLEU_PLUS_1, BleuConfig, allowed_smoothings
 from ..encode import is_id_lists
 from ..errors import InputError
@@ -111,7 +111,8 @@ class Bleu(SegmentMetric):
                         parallel=counts_in_parallel(hypotheses, references))
 
     def compute(self, statistics: BleuStats, stats: bool) -> list[pa.Array]:
-        arrays = [from_numpy(sentence_scores(statistics, cfg)) for _, cfg in self.columns]
+        # the kernels' statistics: scored without sentence_scores' check of hand-built values
+        arrays = [from_numpy(score_rows(statistics, cfg, "sentence")) for _, cfg in self.columns]
         if stats:
             n = self.config.max_order
             arrays += [from_numpy(statistics.matches[:, i]) for i in range(n)]

@@ -145,11 +145,13 @@ def _ragged_rows(rows: Sequence, pad: Optional[int], what: str) -> tuple[np.ndar
                              "expected a 1-D sequence of integer token ids")
         if a.size:
             p = _pad_in(pad, a.dtype)
-            a = _integer_array(a, f"{what}[{i}]")
+            a = _integer_array(a, f"{what}[{i}]").astype(np.int64, copy=False)
             a = a[a != p] if p is not None else a
+        else:  # an empty row of any dtype (torch.tensor([]) is float32) must not make the others float
+            a = np.zeros(0, np.int64)
         parts.append(a)
         ptr[i + 1] = ptr[i] + a.size
-    return np.concatenate(parts).astype(np.int64, copy=False), ptr
+    return np.concatenate(parts), ptr
 
 
 _INT64 = np.dtype(np.int64)

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import settings
-from ..bleu import sentence_scores
+from ..bleu import score_rows
 from ..config import BleuConfig
 from ..encode import hypotheses_array, segment_pointers
 from ..errors import InputError
@@ -39,7 +39,7 @@ def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig, refs: Any = None,
         rows, rows_ref_ptr = pa.concat_arrays([hyps, refs]), len(hyps) + ref_ptr
     ids, ptr, _ = split_ids(*prepare(rows, cfg.tokenize, cfg.lowercase))
     out_ptr = np.r_[0, np.cumsum(k * (k if refs is None else np.diff(ref_ptr)))].astype(np.int64)
-    return sentence_scores(pair_stats(ids, ptr, seg_ptr, cfg, ref_ptr=rows_ref_ptr), cfg), out_ptr
+    return score_rows(pair_stats(ids, ptr, seg_ptr, cfg, ref_ptr=rows_ref_ptr), cfg, "sentence"), out_ptr
 
 
 @dataclass
@@ -268,4 +268,4 @@ def aggregate_bleu(hypotheses: Any, segments: Any = None, probabilities: Optiona
         expected = np.bincount(sg_index, weights=p[r_of] * count)
         matches[:, n - 1] = np.bincount(r_of, weights=np.minimum(count, expected[sg_index]), minlength=n_rows)
     ref_len = np.bincount(seg_of, weights=p * lengths, minlength=len(sizes))[seg_of]
-    return sentence_scores(BleuStats(matches, totals, lengths.astype(np.float64), ref_len), cfg)[sets.cand]
+    return score_rows(BleuStats(matches, totals, lengths.astype(np.float64), ref_len), cfg, "sentence")[sets.cand]

@@ -263,6 +263,9 @@ def test_ids_near_int64_limits_and_uint64():
     for signed in (np.array([[1, -1]], np.int8), [[1, -1]], pa.array([[1, -1]], pa.list_(pa.int32()))):
         assert list(token_rows(signed, pad_id=(1 << 64) - 1)[0]) == [1, -1]
     assert list(token_rows(pa.array([[1, (1 << 64) - 1]], pa.list_(pa.uint64())), pad_id=(1 << 64) - 1)[0]) == [1]
+    # an empty float32 row (torch.tensor([])) beside int64 rows made them float64: 2**62 + 1 read as 2**62
+    for empty in (np.array([], np.float32), np.array([], np.uint64)):
+        assert token_rows([np.array([(1 << 62) + 1, 5]), empty], pad_id=0)[0].tolist() == [(1 << 62) + 1, 5]
 
 
 @pytest.mark.parametrize("dtype", [">i8", ">u8", ">i4", ">u4", ">i2"])

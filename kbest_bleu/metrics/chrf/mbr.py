@@ -24,9 +24,10 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import InputError
+from ...stats import check_group_pointers
 from . import _kernels, _pairs
 from .params import ChrfParams, chrf_params
-from .score import _check_pointers, _check_segment_size, _first_copies, _text_buffers, _text_column
+from .score import _check_segment_size, _first_copies, _text_buffers, _text_column
 
 __all__ = ["PairwiseChrf", "aggregate_chrf", "pairwise_chrf"]
 
@@ -85,7 +86,7 @@ def _distinct(strings: pa.Array, ptr: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def _job(candidates: Any, segments: Any, pseudo_references: Any, pseudo_segments: Any, weights: Any) -> _Job:
     cands = _text_column(candidates, "candidates")
-    seg = _check_pointers([0, len(cands)] if segments is None else segments, len(cands), None, "segments")
+    seg = check_group_pointers([0, len(cands)] if segments is None else segments, len(cands), None, "chrF segments")
     n_seg = len(seg) - 1
     same = pseudo_references is None
     if same:
@@ -95,8 +96,8 @@ def _job(candidates: Any, segments: Any, pseudo_references: Any, pseudo_segments
         refs, ref_seg = cands, seg
     else:
         refs = _text_column(pseudo_references, "pseudo_references")
-        ref_seg = _check_pointers([0, len(refs)] if pseudo_segments is None else pseudo_segments, len(refs), n_seg,
-                                  "pseudo_segments")
+        ref_seg = check_group_pointers([0, len(refs)] if pseudo_segments is None else pseudo_segments, len(refs), n_seg,
+                                       "chrF pseudo_segments")
     w = np.ones(len(refs)) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape != (len(refs),) or not np.isfinite(w).all() or (w < 0).any():
         raise InputError(f"chrF weights: expected {len(refs)} finite numbers >= 0, one per pseudo-reference, "

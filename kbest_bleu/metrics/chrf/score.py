@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from ...encode import hypotheses_array, is_token_lists, list_offsets, references_array
 from ...errors import InputError
+from ...stats import check_group_pointers
 from ...tokenize import lowercase as lowercase_column
 from ..base import SegmentMetric
 from . import _kernels
@@ -169,17 +170,6 @@ def _first_copies(strings: pa.Array, seg_ptr: np.ndarray) -> np.ndarray:
     return first[inverse.reshape(-1)].astype(np.int64)
 
 
-def _check_pointers(ptr: Any, n_rows: int, n_segments: int | None, what: str) -> np.ndarray:
-    """Segment pointers int64[S+1] rising from 0 to n_rows (S = n_segments when given)."""
-    p = np.asarray(ptr)
-    if p.ndim != 1 or len(p) < 1 or not np.issubdtype(p.dtype, np.integer) or p[0] != 0 or p[-1] != n_rows \
-            or np.any(np.diff(p) < 0) or (n_segments is not None and len(p) != n_segments + 1):
-        expect = f" with S = {n_segments}" if n_segments is not None else ""
-        raise InputError(f"chrF {what}: expected integer pointers [S+1]{expect} rising from 0 to the {n_rows} rows; "
-                         f"found {p.dtype} {p.shape}" + (f" from {p[0]} to {p[-1]}" if p.ndim == 1 and len(p) else ""))
-    return np.ascontiguousarray(p, np.int64)
-
-
 def _check_segment_size(off: np.ndarray, ptr: np.ndarray, params: ChrfParams, what: str) -> None:
     """Each segment's n-gram ids must fit int32: at most (orders + 1) per byte of its text."""
     per_segment = off[ptr[1:]] - off[ptr[:-1]]
@@ -206,7 +196,7 @@ def chrf_segments(hypotheses: Any, references: Any, seg_ptr: Any, params: ChrfPa
     params = params or chrf_params(**options)
     hyps = _text_column(hypotheses, "hypotheses")
     flat, ref_ptr = _flat_references(references)
-    ptr = _check_pointers(seg_ptr, len(hyps), len(ref_ptr) - 1, "seg_ptr")
+    ptr = check_group_pointers(seg_ptr, len(hyps), len(ref_ptr) - 1, "chrF seg_ptr")
     hdata, hoff = _text_buffers(hyps, params)
     rdata, roff = _text_buffers(flat, params)
     _check_segment_size(roff, ref_ptr, params, "references")
