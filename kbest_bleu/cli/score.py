@@ -132,6 +132,10 @@ def _cmd_score(a: argparse.Namespace) -> int:
         if not bleu:
             raise InputError("--engine spark: scores BLEU beside the other metrics; add bleu to --metric "
                              f"(--metric bleu,{a.metric})")
+        if fmt != "parquet":  # Spark's reader would fail on it with a page of Java stack
+            raise InputError(f"--engine spark: reads parquet (a file, or a directory of parquet files), found {fmt} "
+                             f"input {src}; convert it first (kbest-bleu convert {src} table.parquet) or score it "
+                             "without --engine spark")
         return _score_spark(a, src, cfg, columns, refs, metrics)
     with temporary_directory() as tmp:  # removed on every exit, signals included
         given = str(src)

@@ -104,6 +104,11 @@ def test_a_directory_is_refused_by_the_single_machine_job_in_one_line(tmp_path, 
     with pytest.raises(InputError, match=f"^{data}: is a directory; expected a parquet file$"):
         score_parquet(data, None)
     assert not (tmp_path / "out.parquet").exists() and not (tmp_path / "out").exists()
+    # a text or CSV input went to Spark's parquet reader: exit 1 and a page of Java stack
+    (tmp_path / "k.csv").write_text("segment_id,hypothesis,references\n0,a b,a b\n")
+    assert main(["score", str(tmp_path / "k.csv"), "-o", str(tmp_path / "out"), "--engine", "spark"]) == 2
+    err = capsys.readouterr().err
+    assert "--engine spark: reads parquet" in err and "kbest-bleu convert" in err and err.count("\n") == 1
 
 
 @pytest.mark.exhaustive  # a Spark start of its own (~30 s)
