@@ -52,6 +52,9 @@ def input_format(path: "str | os.PathLike", fmt: Optional[str] = None) -> tuple[
     p = Path(path)
     compression = COMPRESSED.get(p.suffix.lower())
     stem = Path(p.stem) if compression else p
+    if fmt is None and p.is_dir():  # before the extension's message, which would not say why
+        raise InputError(f"{path}: is a directory; expected a file (score --engine spark reads a directory of "
+                         "parquet files)")
     if fmt is None:
         fmt = _EXTENSIONS.get(stem.suffix.lower())
         if fmt in (None, "text", "jsonl", "nbest"):

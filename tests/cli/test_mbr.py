@@ -331,3 +331,11 @@ def test_non_contiguous_segments_are_refused_across_batches(tmp_path, capsys):
     assert not (tmp_path / "o.parquet").exists()
     assert main(["mbr", str(tmp_path / "in.parquet"), "--sort", "-q", "-o", str(tmp_path / "o.parquet")]) == 0
     assert pq.read_table(tmp_path / "o.parquet")["hypothesis"].to_pylist() == ["a", "b", "e", "c", "d"]
+
+
+def test_a_directory_input_is_said_to_be_one(tmp_path, capsys):
+    """mbr of a directory said 'cannot tell the format from the extension (none)'."""
+    (tmp_path / "d").mkdir()
+    assert main(["mbr", str(tmp_path / "d"), "-o", str(tmp_path / "o.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "is a directory; expected a file" in err and err.count("\n") == 1
