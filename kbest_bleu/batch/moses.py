@@ -62,12 +62,14 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
         with open(tmp, "w", encoding="utf-8") as out:
             for a, b in zip(starts, ends):
                 out.write(f"SCORES_TXT_BEGIN_0 {seg[a]} {b - a} {2 * n + 1} BLEU\n")
-                out.writelines(" ".join(map(str, row)) + "\n" for row in stats[a:b])
+                # every value followed by a space, as Moses' ScoreStats operator<< writes it
+                out.writelines("".join(f"{v} " for v in row) + "\n" for row in stats[a:b])
                 out.write("SCORES_TXT_END_0\n")
         if tmp_features is not None:
             with open(tmp_features, "w", encoding="utf-8") as out:
                 for a, b in zip(starts, ends):
-                    out.write(f"FEATURES_TXT_BEGIN_0 {seg[a]} {b - a} {len(names)} {' '.join(names)}\n")
-                    out.writelines(" ".join(f"{v:g}" for v in vals) + "\n" for vals in values[a:b])
+                    # names and values each followed by a space (Data::InitFeatureMap, FeatureStats operator<<)
+                    out.write(f"FEATURES_TXT_BEGIN_0 {seg[a]} {b - a} {len(names)} {''.join(f'{x} ' for x in names)}\n")
+                    out.writelines("".join(f"{v:g} " for v in vals) + "\n" for vals in values[a:b])
                     out.write("FEATURES_TXT_END_0\n")
     return len(starts)

@@ -346,7 +346,8 @@ def _export_parser(sub) -> None:
     p.add_argument("--features", type=writes("--features"))
     columns_options(p)
     scoring_options(p)
-    p.set_defaults(func=_cmd_export, compat="moses")
+    # Moses' extractor splits on spaces and keeps case: its statistics need -t none, not 13a
+    p.set_defaults(func=_cmd_export, compat="moses", tokenize="none")
 
 
 def _tune_parser(sub) -> None:

@@ -140,6 +140,25 @@ def test_export_moses_reproduces_extractor_gold(shared_data, tmp_path):
     assert rows == gold
     assert headers[0] == ["SCORES_TXT_BEGIN_0", "0", "100", "9", "BLEU"] and len(headers) == 50
     assert feats.read_text().startswith("FEATURES_TXT_BEGIN_0 0 100 14 d_0 d_1")
+    # byte for byte as Moses writes them: every value, and every feature name, followed by a space
+    # (mert/ScoreStats.cpp and FeatureStats.cpp operator<<, Data::InitFeatureMap)
+    assert scores.read_text().splitlines()[1] == "".join(f"{x} " for x in gold[0])
+    assert feats.read_text().splitlines()[0].endswith(" w_0 ") and feats.read_text().splitlines()[1].endswith(" ")
+
+
+def test_export_moses_splits_on_spaces_as_the_extractor(tmp_path):
+    """Its tokens were 13a's ('mat.' two tokens) where Moses' extractor splits on spaces only."""
+    import sys
+    sys.path.insert(0, str(os.path.dirname(os.path.dirname(__file__))))
+    import reference as R
+
+    hyp, ref = "the cat sat on the mat.", "the cat sat on the mat ."
+    pq.write_table(pa.table({"segment_id": [0], "hypothesis": [hyp], "references": [[ref]],
+                             "features": ["lm= -1"]}), tmp_path / "t.parquet")
+    assert main(["export-moses", str(tmp_path / "t.parquet"), "--scores", str(tmp_path / "s.txt")]) == 0
+    m, t, _, r = R.stats(hyp.split(" "), [ref.split(" ")], 4)
+    want = [x for pair in zip(m, t) for x in pair] + [r]
+    assert (tmp_path / "s.txt").read_text().splitlines()[1] == "".join(f"{x} " for x in want)
 
 
 @pytest.mark.parametrize("sep", [" ||| ", "|||"])
