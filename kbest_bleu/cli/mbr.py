@@ -86,7 +86,7 @@ def _utilities(a: argparse.Namespace, hyps, seg_ptr, weights, refs, ref_ptr):
     from ..metrics.chrf.cli import metric_options
     from ..metrics.chrf.mbr import aggregate_chrf, pairwise_chrf
     options = metric_options(a)
-    if a.utility == "chrf++":
+    if a.utility == "chrf++" and options["word_order"] == 0:  # chrF++'s word bigrams, unless N is given
         options["word_order"] = 2
     if a.aggregate:
         return aggregate_chrf(hyps, seg_ptr, refs, ref_ptr, weights=weights, **options), None

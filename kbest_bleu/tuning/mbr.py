@@ -102,9 +102,16 @@ def _pseudo_pointers(pseudo_references: Any, pseudo_segments: Any, seg_ptr: np.n
     return ptr
 
 
+def _one_segment_or(segments: Any, n: int) -> np.ndarray:
+    """Segment pointers int64[S+1] of ``segments``; None: all ``n`` rows one segment (as chrF's MBR
+    reads it: one candidate per segment would select every row, scored against itself)."""
+    return np.array([0, n], np.int64) if segments is None else segment_pointers(segments, n)
+
+
 def _weights(p: Optional[np.ndarray], sizes: np.ndarray, where: str) -> np.ndarray:
-    """Each pseudo-reference's weight: ``p``, checked, or uniform within its segment. A segment
-    with pseudo-references whose weights are all 0 has no expected utility (refused, as chrF's
+    """Each pseudo-reference's weight: ``p``, checked and normalized to sum 1 within its segment
+    (an expectation, whatever scale the caller's weights have), or uniform. A segment with
+    pseudo-references whose weights are all 0 has no expected utility (refused, as chrF's
     aggregate refuses it: utilities of 0 would pick its first row silently)."""
     n = int(sizes.sum())
     w = np.repeat(1.0 / np.maximum(sizes, 1), sizes) if p is None else np.asarray(p, float)
@@ -116,7 +123,7 @@ def _weights(p: Optional[np.ndarray], sizes: np.ndarray, where: str) -> np.ndarr
     if empty.any():
         raise InputError(f"{where}: probabilities: segment {int(np.flatnonzero(empty)[0])} has pseudo-references but "
                          "their weights are all 0; expected a positive weight in every segment")
-    return w
+    return w if p is None else w / np.repeat(np.where(totals > 0, totals, 1.0), sizes)
 
 
 def _pseudo(hyps, segments: Any, seg_ptr: np.ndarray, pseudo_references: Any, pseudo_segments: Any,
@@ -177,7 +184,8 @@ def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np
                **options: Any) -> tuple[np.ndarray, np.ndarray]:
     """MBR choice per segment: the hypothesis with the highest expected BLEU against the
     pseudo-references, u_i = sum_j p_j BLEU(i | j), p uniform within the segment or given (e.g. a
-    per-segment softmax of model scores, :func:`kbest_bleu.tuning.segment_softmax`).
+    per-segment softmax of model scores, :func:`kbest_bleu.tuning.segment_softmax`; normalized
+    within the segment). ``segments``: H segment ids, None: one segment.
 
     The pseudo-references are the segment's hypotheses, or ``pseudo_references`` (a separate
     sample set) with their segment ids ``pseudo_segments`` (the same segments in the same order;
@@ -187,7 +195,7 @@ def mbr_select(hypotheses: Any, segments: Any = None, probabilities: Optional[np
     """
     cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
-    seg_ptr = segment_pointers(segments, len(hyps))
+    seg_ptr = _one_segment_or(segments, len(hyps))
     refs, ref_ptr = _pseudo(hyps, segments, seg_ptr, pseudo_references, pseudo_segments, "mbr_select")
     if refs is None:
         ref_ptr = seg_ptr
@@ -231,15 +239,13 @@ def aggregate_bleu(hypotheses: Any, segments: Any = None, probabilities: Optiona
     """
     cfg = BleuConfig.make(config, **options)
     hyps = hypotheses_array(hypotheses)
-    seg_ptr = segment_pointers(segments, len(hyps))
+    seg_ptr = _one_segment_or(segments, len(hyps))
     sets = _sets(hyps, seg_ptr, *_pseudo(hyps, segments, seg_ptr, pseudo_references, pseudo_segments,
                                          "aggregate_bleu"))
     n_rows, sizes = len(sets.rows), np.diff(sets.ptr)
     p = np.zeros(n_rows)
     p[sets.ref] = _weights(probabilities, sets.r, "aggregate_bleu")  # candidates apart weigh nothing
     seg_of = np.repeat(np.arange(len(sizes)), sizes)
-    total = np.bincount(seg_of, weights=p, minlength=len(sizes))
-    p = p / np.where(total > 0, total, 1.0)[seg_of]
     ids, ptr, _ = split_ids(*prepare(sets.rows, cfg.tokenize, cfg.lowercase))
     lengths = np.diff(ptr)
     n_orders = counting_args(cfg)[0]

@@ -339,3 +339,14 @@ def test_a_directory_input_is_said_to_be_one(tmp_path, capsys):
     assert main(["mbr", str(tmp_path / "d"), "-o", str(tmp_path / "o.parquet")]) == 2
     err = capsys.readouterr().err
     assert "is a directory; expected a file" in err and err.count("\n") == 1
+
+
+def test_chrf_plus_plus_takes_the_word_order_given(tmp_path):
+    """--utility chrf++ --chrf-word-order 3 scored word order 2 without a word."""
+    table = _table(1)
+    pq.write_table(table, tmp_path / "in.parquet")
+    for extra, order in (([], 2), (["--chrf-word-order", "3"], 3)):
+        assert main(["mbr", str(tmp_path / "in.parquet"), "--utility", "chrf++", "-q", "-o",
+                     str(tmp_path / "out.parquet"), *extra]) == 0
+        got = pq.read_table(tmp_path / "out.parquet")["mbr_utility"].to_numpy()
+        assert np.abs(got - _expected(table, _chrf(order))).max() <= 1e-12

@@ -38,8 +38,9 @@ def test_expected_bleu_against_a_separate_set_equals_sacrebleu_per_pair(seed):
     cands, c_seg, refs, r_seg, w = _sets(seed)
     bleu = BLEU(tokenize="none", effective_order=True)
     rows, utility = mbr_select(cands, c_seg, w, tokenize="none", pseudo_references=refs, pseudo_segments=r_seg)
-    want = [sum(w[j] * bleu.sentence_score(h, [refs[j]]).score / 100 for j in range(len(refs)) if r_seg[j] == s)
-            for h, s in zip(cands, c_seg)]
+    total = {s: sum(w[j] for j in range(len(refs)) if r_seg[j] == s) for s in set(r_seg)}  # an expectation
+    want = [sum(w[j] / total[s] * bleu.sentence_score(h, [refs[j]]).score / 100 for j in range(len(refs))
+                if r_seg[j] == s) for h, s in zip(cands, c_seg)]
     assert np.allclose(utility, want, rtol=0, atol=1e-12)
     for s, row in zip(["x", "y", "z"], rows):
         mine = [i for i, x in enumerate(c_seg) if x == s]
@@ -130,3 +131,19 @@ def test_a_segment_whose_weights_are_all_zero_is_refused():
     with pytest.raises(InputError, match="segment 0 has candidates but no pseudo-reference of positive weight"):
         aggregate_chrf(hyps, [0, 2, 4], weights=[0, 0, 0, 1])
     assert list(mbr_select(hyps, seg, [0.25, 0.0, 0.5, 0.5])[0]) == [0, 2]  # one positive weight is enough
+
+
+def test_no_segments_is_one_segment_and_weights_are_normalized():
+    """segments=None gave one segment per row: every row 'selected' with utility 1 against itself
+    (chrF's MBR reads None as one segment, and the pseudo-references' None said so too)."""
+    import sacrebleu
+
+    hyps = ["the cat sat on the mat", "a cat sat on a mat", "the dog ran away fast"]
+    want = [sum(sacrebleu.sentence_bleu(h, [r]).score / 100 for r in hyps) / 3 for h in hyps]
+    rows, utility = mbr_select(hyps)
+    assert rows.tolist() == [int(np.argmax(want))] and utility == pytest.approx(want, rel=1e-12)
+    assert aggregate_bleu(hyps).tolist() == aggregate_bleu(hyps, [0, 0, 0]).tolist()
+    # weights of any scale are an expectation: normalized within the segment, as aggregate_bleu and chrF do
+    p = np.array([2.0, 1.0, 1.0])
+    weighted = [sum(w * sacrebleu.sentence_bleu(h, [r]).score / 100 for w, r in zip(p / 4, hyps)) for h in hyps]
+    assert mbr_select(hyps, probabilities=p)[1] == pytest.approx(weighted, rel=1e-12)
