@@ -317,6 +317,8 @@ def _corpus_parser(sub) -> None:
     p.add_argument("-sl", "--sentence-level", action="store_true", help="one score per hypothesis line")
     p.add_argument("-w", "--width", type=decimals_int, default=1, help="decimals of the score")
     p.add_argument("-b", "--score-only", action="store_true", help="print the score only")
+    p.add_argument("--force", action="store_true",  # sacrebleu's: score tokenized input without its warning
+                   help="accepted as sacrebleu accepts it (kbest-bleu never refuses or warns on tokenized input)")
     scoring_options(p)
     p.set_defaults(func=_cmd_corpus)
 

@@ -177,7 +177,7 @@ def scoring_options(p: argparse.ArgumentParser) -> None:
     """The options that make a :class:`BleuConfig` (:func:`config_from`), as one group."""
     g = p.add_argument_group("scoring options (README, smoothing and preset tables)")
     g.add_argument("--compat", choices=COMPATS, default="sacrebleu", help="whose conventions to reproduce")
-    g.add_argument("-s", "--smoothing", default=None,
+    g.add_argument("-s", "--smoothing", "--smooth-method", default=None,  # sacrebleu's name too
                    help="0-7 (Chen & Cherry 2014), none/floor/add-k/exp, or bleu+1 (moses); default: the preset's")
     g.add_argument("--epsilon", type=float, default=0.1, help="smoothing 1 / floor value")
     g.add_argument("--add-k", type=float, default=1.0, help="smoothing 2 / add-k value; moses: s")

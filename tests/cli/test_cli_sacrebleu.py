@@ -150,7 +150,8 @@ def test_trailing_whitespace_is_removed_as_sacrebleus_command_line_does(tmp_path
     assert want == "100.0" and json.loads(out)["metrics"]["chrf"]["one_best_corpus"] == 100.0, out
 
 
-@pytest.mark.parametrize("args", [["-s", "floor", "-sv", "0.2", "-sl"], ["-s", "add-k", "-sv", "0.5", "-f", "text"]])
+@pytest.mark.parametrize("args", [["-s", "floor", "-sv", "0.2", "-sl"], ["-s", "add-k", "-sv", "0.5", "-f", "text"],
+                                  ["--smooth-method", "floor", "--smooth-value", "0.3", "--force", "-f", "text"]])
 def test_sacrebleus_short_options_for_smoothing_values_and_sentence_level(files, args):
     """-sl read as '-s l' (an unknown smoothing), -sv was unknown: sacrebleu's spellings now work."""
     argv = ["ref0.txt", "-i", "hyp.txt", *args]
