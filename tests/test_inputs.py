@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kbest_bleu.files.readers import sort_segments
+from kbest_bleu.files.sorting import sort_segments
 from kbest_bleu.batch.stream import score_table
 from kbest_bleu.cli import main
 

@@ -38,7 +38,8 @@ def _parquet(path: str, fmt: Optional[str], nbest_size: Optional[int], seg_cols:
              option: str, work: Path) -> Path:
     """The file as parquet: itself, or the work file of the score job's readers
     (:func:`~kbest_bleu.files.readers.kbest_to_parquet`); with --sort, stably sorted by segment."""
-    from ..files.readers import input_format, kbest_to_parquet, sort_segments
+    from ..files.readers import input_format, kbest_to_parquet
+    from ..files.sorting import sort_segments
 
     fmt, _ = input_format(path, fmt)
     src = Path(path)

@@ -281,7 +281,7 @@ def _segment(a: argparse.Namespace, path: "str | Path") -> tuple:
         if not all(names):  # '' or 'a,,b': a column without a name (it fell back to the default)
             raise InputError(f"--seg-col: expected comma-separated column names, found {a.seg_col!r}")
         return names
-    from ..files.readers import segment_key
+    from ..files.sorting import segment_key
     return (segment_key(path) if Path(path).suffix == ".parquet" and Path(path).exists() else None) or ("segment_id",)
 
 

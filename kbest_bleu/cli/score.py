@@ -75,7 +75,8 @@ def _cmd_score(a: argparse.Namespace) -> int:
     from ..batch.parquet import score_parquet
     from ..files.output import temporary_directory
     from ..files.inputs import register_input
-    from ..files.readers import input_format, kbest_to_parquet, sort_segments, unreadable
+    from ..files.readers import input_format, kbest_to_parquet, unreadable
+    from ..files.sorting import sort_segments
     from ..files.references import Columns, ReferenceTable
     _logging(a.quiet)
     if a.engine != "spark" and (a.master != "local[*]" or a.spark_log):  # options of the Spark engine alone

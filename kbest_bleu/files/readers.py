@@ -1,13 +1,12 @@
-"""K-best inputs besides parquet, and making a table's segments contiguous.
+"""K-best inputs besides parquet.
 
 Formats: CSV/TSV and JSON Lines through pyarrow's streaming readers, block by block, Moses/Joshua
 n-best text (:mod:`kbest_bleu.files.nbest`), plain text (one hypothesis per line, line i = segment
 i) and the toolkits' formats line by line (:mod:`kbest_bleu.files.formats`); each may be compressed
 (.gz, .bz2, .zst), decompressed by Arrow's compressed streams. The format comes from the file name
 or is given; every format but parquet reaches the job as a parquet work file written batch by
-batch (:func:`kbest_to_parquet`: memory holds a batch, not the file). :func:`sort_segments` stably sorts a
-parquet table by its segment key in bounded memory (external sort), for tables whose segments
-are not contiguous (DESIGN.md section 2: the streaming job needs whole segments in one run).
+batch (:func:`kbest_to_parquet`: memory holds a batch, not the file). Making a table's segments
+contiguous is :mod:`kbest_bleu.files.sorting`'s.
 """
 
 from __future__ import annotations
@@ -19,11 +18,10 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .. import arrow_compute as pc
 from .. import settings
@@ -33,10 +31,10 @@ from .formats import STREAMED, TOOL_FORMATS, detect, iter_batches
 from .inputs import register_input
 from .kbest_io import text_lines, write_batches
 from .output import temporary_directory
-from .references import META_SEGMENT, read_lines
+from .references import read_lines
 
 __all__ = ["COMPRESSED", "FORMATS", "input_format", "iter_kbest", "kbest_to_parquet", "local_copy", "read_kbest",
-           "read_text", "seekable", "segment_key", "sort_segments", "unreadable"]
+           "read_text", "seekable", "unreadable"]
 
 FORMATS = ("parquet", "csv", "tsv", "jsonl", "nbest", "text") + TOOL_FORMATS  # the toolkits': files.formats
 COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
@@ -440,64 +438,3 @@ def _refuse_csv_quoting(batch: pa.RecordBatch, path: "str | os.PathLike", row0: 
                              "as pandas writes TSV; TSV fields are read as they are, so the quotes would be scored; "
                              "write the table as CSV (.csv, quotes parsed), JSON Lines or parquet, or as TSV without "
                              "quoting (pandas: quoting=csv.QUOTE_NONE)")
-
-
-def segment_key(path: "str | os.PathLike") -> Optional[tuple]:
-    """The segment key columns stored in a parquet file's metadata by our writers, or None."""
-    if not seekable(path):  # a named pipe read here would be empty for the job: it reports the pipe
-        return None
-    try:
-        meta = pq.read_schema(path).metadata or {}
-    except (OSError, pa.ArrowInvalid):
-        return None  # the job reports unreadable files with its own message
-    return tuple(json.loads(meta[META_SEGMENT])) if META_SEGMENT in meta else None
-
-
-def sort_segments(src: "str | os.PathLike", dst: "str | os.PathLike", segment: Sequence[str], *,
-                  bucket_rows: int = 1 << 20, batch_size: int = 65536) -> None:
-    """Write the parquet table ``src`` to ``dst`` stably sorted by the ``segment`` columns
-    (ascending; rows of one segment keep their order), so that every segment is one run.
-
-    Memory is bounded by the key columns, two int64 per row and ``bucket_rows`` rows: pass 1
-    reads only the keys and computes each row's position in the sorted order; pass 2 streams
-    the table into buckets of consecutive output positions (temporary parquet files); pass 3
-    sorts each bucket in memory and appends it to ``dst``.
-    """
-    register_input(src, "--sort")
-    try:
-        pf = pq.ParquetFile(src)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise InputError(f"{src}: --sort: not a readable parquet file ({exc}); expected a complete parquet "
-                         "file") from None
-    missing = [c for c in segment if c not in pf.schema_arrow.names]
-    if missing:
-        raise InputError(f"{src}: --sort: no segment column {missing[0]!r}; columns are "
-                         f"{', '.join(pf.schema_arrow.names)}; choose the key with --seg-col")
-    keys = pf.read(columns=list(segment))
-    order = to_numpy(pc.sort_indices(keys, sort_keys=[(c, "ascending") for c in segment]))
-    position = np.empty_like(order)
-    position[order] = np.arange(len(order))
-    n_buckets = max(1, -(-len(order) // bucket_rows))
-    schema = pf.schema_arrow
-    with temporary_directory("kbest_bleu-sort-", Path(dst).parent) as tmp:
-        tagged = schema.append(pa.field("__position", pa.int64()))
-        writers = [None] * n_buckets
-        row0 = 0
-        for batch in pf.iter_batches(batch_size=batch_size):
-            pos = position[row0:row0 + batch.num_rows]
-            row0 += batch.num_rows
-            bucket = pos // bucket_rows
-            with_pos = pa.RecordBatch.from_arrays(batch.columns + [pa.array(pos)], schema=tagged)
-            for b in np.unique(bucket):
-                if writers[b] is None:
-                    writers[b] = pq.ParquetWriter(Path(tmp) / f"{b}.parquet", tagged, compression="lz4")
-                writers[b].write_batch(pc.filter(with_pos, pa.array(bucket == b)))
-        for w in writers:
-            if w is not None:
-                w.close()
-        with pq.ParquetWriter(dst, schema, compression="zstd") as out:
-            for b, w in enumerate(writers):
-                if w is not None:
-                    part = pq.read_table(Path(tmp) / f"{b}.parquet")
-                    part = pc.take(part, pc.sort_indices(part["__position"]))
-                    out.write_table(part.drop_columns(["__position"]))
