@@ -290,12 +290,7 @@ def moses_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the pre
     reference length becomes r + s. BP = exp(min(0, 1 - r/c)); when c = 0 Moses computes
     1 - r/0, which is -inf (BP 0) for r > 0 and NaN (BP 1, the comparison fails) for r = 0.
     """
-    n, s = cfg.max_order, cfg.add_k
-    p = _div(m[:, :n] + s, l[:, :n] + s)
-    bleu = _geometric(p, None, _weights(cfg), renormalize=False)
-    rr = r + (s if cfg.smooth_bp else 0.0)
-    bp = _brevity_penalty(c, rr)
-    return bp * bleu, p, bp
+    return _moses(m, l, c, r, cfg, cfg.add_k, cfg.smooth_bp)
 
 
 def moses_corpus_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the presets share one signature)
@@ -303,10 +298,16 @@ def moses_corpus_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (
     ``multi-bleu.perl``, unsmoothed: BLEU+1 is Moses' sentence-level score only. 0 when an order
     has no match; BP = exp(min(0, 1 - r/c)). (Moses sums the logarithms in single precision; this
     is the double-precision value of the same formula.)"""
+    return _moses(m, l, c, r, cfg, 0.0, False)
+
+
+def _moses(m, l, c, r, cfg: BleuConfig, s: float, smooth_bp: bool):
+    """Moses' BLEU with s added to every order's counts (and to r with ``smooth_bp``): BLEU+1 for
+    s = 1, the unsmoothed corpus score for s = 0 (0 when an order has no match: log 0)."""
     n = cfg.max_order
-    p = _div(m[:, :n], l[:, :n])
+    p = _div(m[:, :n] + s, l[:, :n] + s)
     bleu = _geometric(p, None, _weights(cfg), renormalize=False)
-    bp = _brevity_penalty(c, r)
+    bp = _brevity_penalty(c, r + s if smooth_bp else r)
     return bp * bleu, p, bp
 
 

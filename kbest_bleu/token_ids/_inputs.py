@@ -352,6 +352,6 @@ def group_pointers(groups: Any, n_rows: int) -> np.ndarray:
         return np.arange(0, n_rows + 1, g, dtype=np.int64)
     try:
         return check_group_pointers(groups, n_rows)
-    except (TypeError, ValueError):
+    except InputError:  # said with both forms the argument takes
         raise InputError(f"groups: expected a group size (int) or row pointers (int64[G+1], rows ptr[g]:ptr[g+1] "
                          f"form group g), found {groups!r}") from None
