@@ -13,7 +13,8 @@ from .errors import InputError
 
 _LAZY = {
     "BleuResult": "bleu", "corpus_bleu": "bleu", "corpus_score": "bleu", "document_score": "bleu",
-    "score_kbest": "bleu", "sentence_bleu": "bleu", "sentence_scores": "bleu", "SentenceScorer": "bleu",
+    "score_kbest": "bleu", "sentence_bleu": "bleu", "sentence_results": "bleu", "sentence_scores": "bleu",
+    "SentenceScorer": "bleu",
     "BleuStats": "stats", "ngram_stats": "stats",
     "set_threads": "counting.threads", "threads": "counting.threads",  # the kernels' thread count
     "keep_freed_memory": "memory",  # malloc's thresholds, for a process that scores again and again
@@ -37,6 +38,7 @@ __all__ = [
     "ngram_stats",
     "score_kbest",
     "sentence_bleu",
+    "sentence_results",
     "sentence_scores",
     "set_threads",
     "threads",

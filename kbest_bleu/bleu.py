@@ -25,7 +25,7 @@ from .stats import BleuStats, check_group_pointers, counting_args, ngram_stats
 from .tokenize import BYTE_CLASS, WIDE_SPACE, prepare_one
 
 __all__ = ["BleuResult", "SentenceScorer", "corpus_bleu", "corpus_score", "document_score", "score_kbest",
-           "score_rows", "sentence_bleu", "sentence_scores"]
+           "score_rows", "sentence_bleu", "sentence_results", "sentence_scores"]
 
 
 @dataclass(frozen=True)
@@ -104,13 +104,25 @@ def sentence_scores(stats: BleuStats, config: Optional[BleuConfig] = None, **opt
     return score_rows(_checked(stats), BleuConfig.make(config, **options), "sentence")
 
 
+def _results(stats: BleuStats, cfg: BleuConfig, level: str) -> list:
+    """A :class:`BleuResult` for every row of ``stats`` at ``level``."""
+    bleu, p, bp = _preset_scores(stats, cfg, level)
+    sig = cfg.signature(level)
+    return [BleuResult(float(bleu[i]), tuple(float(x) for x in p[i]), float(bp[i]), int(stats.hyp_len[i]),
+                       int(stats.ref_len[i]), sig) for i in range(len(stats))]
+
+
 def corpus_score(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> BleuResult:
     """Corpus BLEU of the summed statistics (smoothing applies to the sums, as sacrebleu)."""
     cfg = BleuConfig.make(config, **options)
-    total = _checked(stats).sum(cfg)
-    bleu, p, bp = _preset_scores(total, cfg, "corpus")
-    return BleuResult(float(bleu[0]), tuple(float(x) for x in p[0]), float(bp[0]), int(total.hyp_len[0]),
-                      int(total.ref_len[0]), cfg.signature("corpus"))
+    return _results(_checked(stats).sum(cfg), cfg, "corpus")[0]
+
+
+def sentence_results(stats: BleuStats, config: Optional[BleuConfig] = None, **options: Any) -> list:
+    """Sentence BLEU of every row of ``stats`` with its parts: a :class:`BleuResult` per row, each
+    the score of :func:`sentence_scores` (a row's corpus score differs under ``compat="moses"``,
+    whose corpus BLEU is unsmoothed, and where effective order is on for sentences only)."""
+    return _results(_checked(stats), BleuConfig.make(config, **options), "sentence")
 
 
 def document_score(stats: BleuStats, groups: Any = None, config: Optional[BleuConfig] = None,

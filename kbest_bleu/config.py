@@ -24,6 +24,9 @@ _NAME_OF = {v: k for k, v in SMOOTHING_NAMES.items()}
 BLEU_PLUS_1 = "bleu+1"
 _ALLOWED = {"sacrebleu": set(range(8)), "nltk": set(range(8)), "mteval": {0, 3}, "moses": {BLEU_PLUS_1}}
 _DEFAULT_SMOOTHING = {"sacrebleu": 3, "nltk": 0, "mteval": 3, "moses": BLEU_PLUS_1}
+# Moses' scorers (multi-bleu.perl, mert's extractor and sentence-bleu) take tokenized text and split
+# it on whitespace; mteval-v13a.pl tokenizes as 13a; NLTK takes the caller's tokens (any tokenizer)
+_DEFAULT_TOKENIZE = {"sacrebleu": "13a", "nltk": "13a", "mteval": "13a", "moses": "none"}
 # Readings of smoothing 6 (Chen & Cherry 2014 section 2.6, Eq. 10-11), the first the literal one
 # (docs/metaeval.md, "Smoothing 6"): see smoothing.paper_precisions.
 SMOOTHING6_VARIANTS = ("literal", "raw-prior", "from-bigram", "floor")
@@ -76,7 +79,8 @@ class BleuConfig:
     auto_reweigh : nltk only: NLTK's ``auto_reweigh`` (weights 1/c for hypotheses shorter than 4).
     smooth_bp : moses only: add s to the reference length in the brevity penalty.
     ref_length : "closest" (ties to the shorter), "shortest" or "average" (Moses, truncated).
-    tokenize, lowercase : tokenizer name and lowercasing.
+    tokenize, lowercase : tokenizer name (None = the preset's own: "none" for moses, whose scorers
+        split tokenized text on whitespace, else "13a") and lowercasing.
     """
 
     compat: str = "sacrebleu"
@@ -92,7 +96,7 @@ class BleuConfig:
     auto_reweigh: bool = False
     smooth_bp: bool = False
     ref_length: str = "closest"
-    tokenize: str = "13a"
+    tokenize: Optional[str] = None
     lowercase: bool = False
 
     def __post_init__(self) -> None:
@@ -132,6 +136,8 @@ class BleuConfig:
             object.__setattr__(self, "weights", w)
         if self.ref_length not in REF_LENGTH_POLICIES:
             raise InputError(f"ref_length: expected one of {', '.join(REF_LENGTH_POLICIES)}, found {self.ref_length!r}")
+        if self.tokenize is None:
+            object.__setattr__(self, "tokenize", _DEFAULT_TOKENIZE[self.compat])
         if self.tokenize not in TOKENIZERS:
             raise InputError(f"tokenize: expected one of {', '.join(TOKENIZERS)}, found {self.tokenize!r}")
         if self.smoothing6_variant not in SMOOTHING6_VARIANTS:

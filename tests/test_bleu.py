@@ -37,6 +37,19 @@ def test_input_forms_agree(convert):
     assert np.array_equal(kb.score_kbest(HYPS, per_row, SEG), got)
 
 
+def test_sentence_results_are_sacrebleus_sentence_scores_with_their_parts():
+    stats = kb.ngram_stats(HYPS, REFS, SEG)
+    got = kb.sentence_results(stats)
+    assert [r.score for r in got] == list(kb.sentence_scores(stats))
+    for r, h, i in zip(got, HYPS, range(4)):
+        sb = BLEU(tokenize="none", effective_order=True).sentence_score(h, REFS[i // 2])
+        assert (r.score * 100, [100 * p for p in r.precisions], r.bp, r.hyp_len, r.ref_len) == (
+            pytest.approx(sb.score, abs=1e-10), pytest.approx(sb.precisions, abs=1e-10), pytest.approx(sb.bp),
+            sb.sys_len, sb.ref_len)
+    moses = kb.sentence_results(stats, compat="moses")  # BLEU+1, where a one-row corpus is unsmoothed
+    assert [r.score for r in moses] == list(kb.sentence_scores(stats, compat="moses"))
+
+
 def test_corpus_bleu_matches_sacrebleu_and_prints_like_it():
     res = kb.corpus_bleu(HYPS, [REFS[i // 2] + [""] * (i // 2) for i in range(4)])
     refs = [REFS[i // 2] for i in range(4)]

@@ -40,6 +40,10 @@ def test_multeval_corpus_statistics(shared_data, key):
     # BLEU is not its sentence-level BLEU+1 (which gave 0.185404 on the first)
     moses = kb.corpus_score(res_stats, compat="moses", tokenize="none")
     assert moses.score == pytest.approx(bleu, abs=5e-7) and "smooth:none" in moses.signature
+    # the preset's own tokenization is Moses': whitespace, as multi-bleu.perl on this tokenized text
+    # (under 13a, the sacrebleu default, the first gave 0.186673)
+    obvious = kb.corpus_bleu(t["hypothesis"].to_pylist(), t["references"].to_pylist(), compat="moses")
+    assert obvious.score == pytest.approx(bleu, abs=5e-7) and "tok:none" in obvious.signature
 
 
 def test_moses_corpus_bleu_of_extractor_statistics(shared_data):

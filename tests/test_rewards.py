@@ -57,16 +57,18 @@ def test_groups_follow_runs_of_equal_references():
 
 
 def test_factory_options_columns_scale_and_name():
-    """Moses BLEU+1 on sacrebleu's 13a tokens, from the slow reference, in BLEU points."""
-    reward = make_bleu_reward(references="gold", compat="moses", scale=100, name="bleu1")
-    assert reward.__name__ == "bleu1"
-    got = _trainer_call(reward, gold=REFERENCES)
-    tok = Tokenizer13a()
-    want = []
-    for c, refs in zip(COMPLETIONS, REFERENCES):
-        m, t, n, r = R.stats(tok(c).split(), [tok(x).split() for x in refs], 4)
-        want.append(100 * R.moses_bleu_plus_1(m, t, n, r))
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+    """Moses BLEU+1 on sacrebleu's 13a tokens, and on the text split on whitespace (the preset's own
+    tokenization, as Moses' scorers), from the slow reference, in BLEU points."""
+    for tokenize, split in (("13a", lambda x: Tokenizer13a()(x).split()), (None, str.split)):
+        options = {} if tokenize is None else {"tokenize": tokenize}
+        reward = make_bleu_reward(references="gold", compat="moses", scale=100, name="bleu1", **options)
+        assert reward.__name__ == "bleu1"
+        got = _trainer_call(reward, gold=REFERENCES)
+        want = []
+        for c, refs in zip(COMPLETIONS, REFERENCES):
+            m, t, n, r = R.stats(split(c), [split(x) for x in refs], 4)
+            want.append(100 * R.moses_bleu_plus_1(m, t, n, r))
+        np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("method", [1, 2, 4])

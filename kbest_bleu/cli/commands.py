@@ -51,7 +51,7 @@ def _stdin_systems(lines: list) -> list:
 
 
 def _cmd_corpus(a: argparse.Namespace) -> int:
-    from ..bleu import corpus_score
+    from ..bleu import corpus_score, sentence_results
     from ..files.readers import read_text
     from ..stats import ngram_stats
     cfg = config_from(a)
@@ -80,10 +80,8 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
         if len(systems) > 1:
             raise InputError(f"--sentence-level: expected one system, found {len(systems)}")
         sent = BleuConfig.make(cfg, effective_order=True) if cfg.compat == "sacrebleu" else cfg
-        stats = ngram_stats(systems[0], refs, None, cfg)
         sig = sent.signature("sentence", nrefs=nrefs)
-        for i in range(len(stats)):
-            print(_bleu_line(corpus_score(stats[i:i + 1], sent), sig, a))
+        print("\n".join(_bleu_line(r, sig, a) for r in sentence_results(ngram_stats(systems[0], refs, None, cfg), sent)))
         return 0
     sig = cfg.signature("corpus", nrefs=nrefs)
     results = [corpus_score(ngram_stats(h, refs, None, cfg), cfg) for h in systems]

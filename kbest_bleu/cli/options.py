@@ -197,8 +197,10 @@ def scoring_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ref-length", choices=list(REF_LENGTH_POLICIES), default="closest",
                    help="the reference length r of the brevity penalty with several references: the closest to "
                         "the hypothesis length (ties: the shorter), the shortest, or the average (Moses, truncated)")
-    g.add_argument("-t", "-tok", "--tokenize", choices=TOKENIZERS, default="13a", metavar="TOK",
-                   help=f"{', '.join(TOKENIZERS)}: as sacrebleu; 'none' for pre-tokenized (Moses-style) K-best lists; ja-mecab/ko-mecab: "
+    g.add_argument("-t", "-tok", "--tokenize", choices=TOKENIZERS, default=None, metavar="TOK",
+                   help=f"{', '.join(TOKENIZERS)}: as sacrebleu (default 13a; under --compat moses 'none', as "
+                        "Moses' scorers split tokenized text on whitespace); 'none' for pre-tokenized (Moses-style) "
+                        "K-best lists; ja-mecab/ko-mecab: "
                         "pip install '.[ja]'/'.[ko]'; flores101/flores200/spm: '.[flores]' and a local "
                         "model file (--spm-model)")
     g.add_argument("--spm-model", metavar="PATH", default=None, type=reads("--spm-model"),
@@ -214,7 +216,7 @@ def config_from(a: argparse.Namespace) -> BleuConfig:
     environment, so that worker processes (Spark, local mode) find the model too."""
     if a.spm_model:
         if a.tokenize not in ("flores101", "flores200", "spm"):
-            raise InputError(f"--spm-model: expected with -t flores101, flores200 or spm; found -t {a.tokenize}")
+            raise InputError(f"--spm-model: expected with -t flores101, flores200 or spm; found -t {a.tokenize or 'left to its default'}")
         settings.set_spm_model("flores101" if a.tokenize == "spm" else a.tokenize, Path(a.spm_model).resolve())
     weights = None
     if a.weights:

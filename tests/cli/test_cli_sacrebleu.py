@@ -166,3 +166,32 @@ def test_dash_input_reads_stdin_as_without_input(files):
     args = ["ref0.txt", "-b"]
     dash = json.loads(_run(OURS + args + ["-i", "-"], files, stdin=piped))
     assert dash == json.loads(_run(OURS + args, files, stdin=piped)) and len(dash) == 2
+
+
+@pytest.mark.parametrize("compat", ["moses", "nltk", "mteval"])
+def test_sentence_level_under_other_presets_is_each_lines_sentence_score(files, compat, monkeypatch, capfd):
+    """``--sentence-level`` prints each line's sentence score under every preset: Moses' BLEU+1
+    (its corpus BLEU is unsmoothed: a line scored as a one-line corpus gave 0 for a hypothesis equal
+    to its reference), NLTK's and mteval's sentence BLEU."""
+    from reference import moses_bleu_plus_1, stats
+
+    from kbest_bleu import sentence_bleu
+    from kbest_bleu.cli import main
+    monkeypatch.chdir(files)
+    capfd.readouterr()
+    assert main(["corpus", "ref0.txt", "ref1.txt", "-i", "hyp.txt", "--compat", compat, "-t", "none",
+                 "--sentence-level", "-b", "-w", "10"]) == 0
+    got = [float(x) / 100 for x in capfd.readouterr().out.split()]
+    refs = list(zip(*REFS))
+    assert got == pytest.approx([sentence_bleu(h, list(r), compat=compat, tokenize="none")
+                                 for h, r in zip(HYPS, refs)], abs=1e-10)
+    if compat == "moses":  # Moses' own formula (mert/BleuScorer.cpp), on the lines split on spaces
+        want = []
+        for h, r in zip(HYPS, refs):
+            m, t, c, rl = stats(h.split(), [x.split() for x in r], 4)
+            want.append(moses_bleu_plus_1(m, t, c, rl))
+        assert got == pytest.approx(want, abs=1e-10)
+        (files / "same.txt").write_text("Coincidences happen.\n", encoding="utf-8")  # BLEU+1 of a perfect match: 1
+        assert main(["corpus", "same.txt", "-i", "same.txt", "--compat", "moses", "-t", "none", "--sentence-level",
+                     "-b"]) == 0
+        assert float(capfd.readouterr().out) == 100
