@@ -168,7 +168,7 @@ def _prepared_bytes(text: Any, cfg: BleuConfig, what: str) -> np.ndarray:
         raise InputError(f"{what}: expected a string, found {type(text).__name__} ({text!r}); pass str "
                          "(score_kbest scores many hypotheses at once)")
     try:
-        data = prepare_one(text, cfg.tokenize, cfg.lowercase).encode("utf-8")
+        data = prepare_one(text, cfg.tokenize, cfg.lowercase_rule).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InputError(f"{what}: holds {exc.object[exc.start:exc.end]!r}, which is not valid Unicode text (a lone "
                          "surrogate); decode the input properly first") from None

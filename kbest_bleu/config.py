@@ -79,8 +79,12 @@ class BleuConfig:
     auto_reweigh : nltk only: NLTK's ``auto_reweigh`` (weights 1/c for hypotheses shorter than 4).
     smooth_bp : moses only: add s to the reference length in the brevity penalty.
     ref_length : "closest" (ties to the shorter), "shortest" or "average" (Moses, truncated).
-    tokenize, lowercase : tokenizer name (None = the preset's own: "none" for moses, whose scorers
-        split tokenized text on whitespace, else "13a") and lowercasing.
+    tokenize : tokenizer name; None = the preset's own: "none" for moses, whose scorers split
+        tokenized text on whitespace, else "13a".
+    lowercase : lowercase before scoring; None = the preset's own: True for mteval (mteval-v13a.pl
+        lowercases unless given -c), else False. Python's ``str.lower`` (sacrebleu's -lc), except
+        under mteval: A-Z only, after 13a's entity and <skipped> rules, as the script
+        (:attr:`lowercase_rule`).
     """
 
     compat: str = "sacrebleu"
@@ -97,7 +101,7 @@ class BleuConfig:
     smooth_bp: bool = False
     ref_length: str = "closest"
     tokenize: Optional[str] = None
-    lowercase: bool = False
+    lowercase: Optional[bool] = None
 
     def __post_init__(self) -> None:
         if self.compat not in COMPATS:
@@ -146,6 +150,8 @@ class BleuConfig:
         if self.smoothing6_variant != "literal" and self.compat != "sacrebleu":
             raise InputError(f"smoothing6_variant: only the 'sacrebleu' preset reads the paper's smoothing 6 "
                              f"({self.compat!r} follows its tool); use compat='sacrebleu' or the 'literal' variant")
+        if self.lowercase is None:
+            object.__setattr__(self, "lowercase", self.compat == "mteval")
         for name in ("effective_order", "auto_reweigh", "smooth_bp", "lowercase"):  # "no" would read as True
             value = getattr(self, name)
             if value is None and name == "effective_order":  # the level decides
@@ -180,6 +186,14 @@ class BleuConfig:
                            for k, v in options.items()))
         hash(key)
         return key
+
+    @property
+    def lowercase_rule(self) -> "bool | str":
+        """How text is lowercased before it is counted (what :func:`kbest_bleu.tokenize.prepare`
+        takes): False; True, Python's ``str.lower`` (sacrebleu's -lc); or "ascii" under mteval,
+        mteval-v13a.pl's ``tr/[A-Z]/[a-z]/`` after its entity and <skipped> rules (É and Cyrillic
+        keep their case there)."""
+        return "ascii" if self.lowercase and self.compat == "mteval" else self.lowercase
 
     @property
     def counted_order(self) -> int:

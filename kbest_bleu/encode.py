@@ -363,16 +363,19 @@ def segment_references(refs: pa.Array, seg_hyp_ptr: np.ndarray, n_rows: int, row
     return _decoded(pc.take(refs, from_numpy(seg_hyp_ptr[:-1])))
 
 
-def _token_lists(arr: pa.Array, lowercase: bool) -> tuple[pa.Array, np.ndarray]:
-    """Tokens and offsets of already tokenized input (list<string>)."""
+def _token_lists(arr: pa.Array, lowercase: "bool | str") -> tuple[pa.Array, np.ndarray]:
+    """Tokens and offsets of already tokenized input (list<string>); ``lowercase`` as
+    :func:`kbest_bleu.tokenize.prepare` takes it."""
     tokens = pc.list_flatten(arr)
-    if lowercase:
+    if lowercase == "ascii":
+        tokens = pc.ascii_lower(tokens)
+    elif lowercase:
         tokens = lowercase_column(tokens)
     return tokens, list_offsets(arr)
 
 
 def encode(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndarray,
-           tokenize: str = "none", lowercase: bool = False) -> Encoded:
+           tokenize: str = "none", lowercase: "bool | str" = False) -> Encoded:
     """Tokenize and map tokens to int32 ids shared by hypotheses and references.
 
     References are tokenized once per segment, not once per hypothesis row. Strings go through

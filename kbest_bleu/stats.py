@@ -192,7 +192,7 @@ def counting_args(*configs: BleuConfig) -> tuple[int, int]:
         raise InputError("counting_args: expected at least one BleuConfig")
     first = configs[0]
     for cfg in configs[1:]:
-        if (cfg.ref_length, cfg.tokenize, cfg.lowercase) != (first.ref_length, first.tokenize, first.lowercase):
+        if (cfg.ref_length, cfg.tokenize, cfg.lowercase_rule) != (first.ref_length, first.tokenize, first.lowercase_rule):
             raise InputError("counting_args: configs sharing one count must agree on ref_length, tokenize and "
                              f"lowercase; found {first} and {cfg}")
     return max(c.counted_order for c in configs) + 1, _POLICY_CODES[first.ref_length]
@@ -275,10 +275,10 @@ def _text_counter(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.ndar
     function is called."""
     n_orders, policy = counting_args(*configs)
     seg_hyp_ptr, seg_ref_ptr = np.ascontiguousarray(seg_hyp_ptr, dtype=np.int64), list_offsets(seg_refs)
-    hyp_text, rules = prepare(hypotheses, configs[0].tokenize, configs[0].lowercase, engine)
+    hyp_text, rules = prepare(hypotheses, configs[0].tokenize, configs[0].lowercase_rule, engine)
     flat = pc.list_flatten(seg_refs)
     ref_text, _ = prepare(flat if not pa.types.is_null(flat.type) else pc.cast(flat, pa.string()),
-                          configs[0].tokenize, configs[0].lowercase, engine)
+                          configs[0].tokenize, configs[0].lowercase_rule, engine)
     if engine == "numpy":
         return lambda: BleuStats(*numpy_engine.text_stats(hyp_text, ref_text, rules, seg_hyp_ptr, seg_ref_ptr,
                                                              n_orders, policy))
@@ -312,7 +312,7 @@ def segment_counter(hypotheses: pa.Array, seg_refs: pa.Array, seg_hyp_ptr: np.nd
     if counts_in_parallel(hypotheses, seg_refs):
         def encoded() -> BleuStats:
             with threads_for(hypotheses.nbytes + seg_refs.nbytes):  # the encoder's kernels too
-                enc = encode(hypotheses, seg_refs, seg_hyp_ptr, configs[0].tokenize, configs[0].lowercase)
+                enc = encode(hypotheses, seg_refs, seg_hyp_ptr, configs[0].tokenize, configs[0].lowercase_rule)
                 return stats_from_encoded(enc, *configs)
         return encoded
     return _text_counter(hypotheses, seg_refs, seg_hyp_ptr, configs, engine)

@@ -216,11 +216,16 @@ def _unescape_13a(strings: pa.Array, engine: str) -> pa.Array:
     return _patch_rows(strings, from_numpy(kernels()._rows_with_bytes(*string_buffers(strings), _UNESCAPE_BYTES)), fix)
 
 
-def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False,
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: "bool | str" = False,
             engine: str = "kernels") -> tuple[pa.Array, int]:
     """sacrebleu's preprocessing and tokenizer up to its last step, the four regex rules of
     13a/zh: those run while splitting (:func:`kbest_bleu._counting._split`). ``engine``
-    "numpy" loads no numba kernel (not for ``char``).
+    "numpy" loads no numba kernel (not for ``char``). ``lowercase_``: False, True (Python's
+    ``str.lower`` first, as sacrebleu) or "ascii" (mteval-v13a.pl: A-Z only, after 13a's
+    unescaping; :attr:`kbest_bleu.config.BleuConfig.lowercase_rule`).
 
     Returns the rewritten strings and the ``rules`` argument of the split: RULES_NONE (plain
     ``str.split()``), RULES_ZH (the rules) or RULES_13A (the rules on the string padded with
@@ -228,7 +233,11 @@ def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False,
     """
     if tokenize not in TOKENIZERS:
         raise InputError(f"unknown tokenizer {tokenize!r}: expected one of {', '.join(TOKENIZERS)}")
-    if lowercase_:
+    if lowercase_ == "ascii":  # the 13a rules below split no letter, so lowering after them is the script's order
+        if tokenize == "13a":
+            return pc.ascii_lower(_unescape_13a(pc.utf8_rtrim(strings, characters=_PY_SPACE), engine)), RULES_13A
+        strings = pc.ascii_lower(strings)
+    elif lowercase_:
         strings = lowercase(strings)
     if tokenize == "none":
         return strings, RULES_NONE
@@ -247,13 +256,13 @@ def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: bool = False,
     return _byte_rewrite(strings, "_space_each_char"), RULES_NONE  # char: every code point a token
 
 
-def prepare_one(text: str, tokenize: str = "none", lowercase_: bool = False) -> str:
+def prepare_one(text: str, tokenize: str = "none", lowercase_: "bool | str" = False) -> str:
     """:func:`prepare` of one string, for single calls (~1 us instead of an Arrow column's ~30 us):
     ``none``, ``13a`` and ``char`` with Python's ``str`` methods, which is what sacrebleu does and
     what :func:`prepare` emulates column-wide (tests hold the two equal); the other tokenizers
     through :func:`prepare` on a one-row column."""
     if tokenize in ("none", "13a", "char"):
-        if lowercase_:
+        if lowercase_ and lowercase_ != "ascii":
             text = text.lower()
         if tokenize == "13a":
             text = text.rstrip()
@@ -261,7 +270,7 @@ def prepare_one(text: str, tokenize: str = "none", lowercase_: bool = False) -> 
                 text = text.replace(old, new)
         elif tokenize == "char":  # sacrebleu's TokenizerChar: the characters joined by spaces
             text = " ".join(text.rstrip())
-        return text
+        return text.translate(_ASCII_LOWER) if lowercase_ == "ascii" else text
     return prepare(from_strings([text]), tokenize, lowercase_)[0][0].as_py()
 
 
@@ -368,7 +377,7 @@ def tokenize(strings: pa.Array, tokenize: str = "none", lowercase: bool = False)
     ----------
     strings : pyarrow string or large_string array, no nulls, length n
     tokenize : one of :data:`TOKENIZERS`
-    lowercase : lowercase first, as Python's ``str.lower``
+    lowercase : False, True (Python's ``str.lower`` first) or "ascii" (as :func:`prepare`)
 
     Returns
     -------

@@ -12,12 +12,13 @@ import kbest_bleu as kb
 CASES_PATH = Path(os.environ.get("KBEST_BLEU_CONFORMANCE", Path(__file__).parent / "data" / "edge_cases.json"))
 CASES = json.loads(CASES_PATH.read_text())["cases"]
 
-# peer tool -> the package options that reproduce it (None: corpus_score with defaults)
+# peer tool -> the package options that reproduce it (None: corpus_score with defaults); mteval-v13a.pl
+# ran with -c (case kept), the mteval preset's lowercase=False (it lowercases by default, as the script)
 TOOLS = {
-    "mteval13a": dict(compat="mteval"),
-    "mteval13a_nosmooth": dict(compat="mteval", smoothing=0),
-    "mteval13a_shortestBP": dict(compat="mteval", ref_length="shortest"),
-    "multeval_jbleu": dict(compat="mteval"),
+    "mteval13a": dict(compat="mteval", lowercase=False),
+    "mteval13a_nosmooth": dict(compat="mteval", smoothing=0, lowercase=False),
+    "mteval13a_shortestBP": dict(compat="mteval", ref_length="shortest", lowercase=False),
+    "multeval_jbleu": dict(compat="mteval", lowercase=False),
     "moses_bleu+1": dict(compat="moses"),
     "moses_bleu+1_smoothBP": dict(compat="moses", smooth_bp=True),
     "nltk_m0_autoreweigh": dict(compat="nltk", auto_reweigh=True),
@@ -69,3 +70,21 @@ def test_edge_case(case, tool):
 
 def test_every_tool_is_mapped():
     assert {t for c in CASES for t in c["expected"]} == set(TOOLS)
+
+
+# mteval-v13a.pl itself (moses-smt/mosesdecoder's copy, Perl 5.36, 2026-11-27), segment scores of its
+# --metricsMATR output (%.15g): it lowercases unless -c, A-Z only, after its entity and <skipped> rules
+MTEVAL_SCRIPT = [
+    ("The Cat sat", ["the cat sat"], [], 1.0),
+    ("École de Paris", ["école de paris"], [], 0.638943104246272),
+    ("École de Paris", ["école de paris"], ["-c"], 0.379917842825796),
+    ("A &AMP; B", ["a & b"], [], 0.236435402250794),
+    ("a <SKIPPED> b c", ["a b c"], [], 0.179652055981542),
+]
+
+
+@pytest.mark.parametrize("hyp, refs, flags, want", MTEVAL_SCRIPT)
+def test_mteval_preset_lowercases_as_the_script(hyp, refs, flags, want):
+    opts = dict(compat="mteval", lowercase=False) if "-c" in flags else dict(compat="mteval")
+    assert kb.sentence_bleu(hyp, refs, **opts) == pytest.approx(want, abs=1e-14)
+    assert kb.score_kbest([hyp], [refs], **opts)[0] == pytest.approx(want, abs=1e-14)  # the column path too

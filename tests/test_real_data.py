@@ -46,6 +46,20 @@ def test_multeval_corpus_statistics(shared_data, key):
     assert obvious.score == pytest.approx(bleu, abs=5e-7) and "tok:none" in obvious.signature
 
 
+def test_mteval_preset_equals_the_script_by_default(shared_data):
+    """WMT22 zh-en Online-B against refA and refB: mteval-v13a.pl with no option (it lowercases)
+    printed 0.349536120382512 in BLEU-sys.scr (2026-11-27); with -c the preset's case-kept value,
+    sacrebleu's corpus BLEU. Until then the preset kept case by default (0.333162)."""
+    import sacrebleu
+
+    t = pq.read_table(shared_data / "wmt22_zhen_mtme.parquet", filters=[("system", "=", "Online-B")]).sort_by(
+        "segment_id")
+    hyps, refs = t["hypothesis"].to_pylist(), t["references"].to_pylist()
+    assert kb.corpus_bleu(hyps, refs, compat="mteval").score == pytest.approx(0.349536120382512, abs=1e-14)
+    kept = kb.corpus_bleu(hyps, refs, compat="mteval", lowercase=False).score
+    assert kept == pytest.approx(sacrebleu.corpus_bleu(hyps, [list(r) for r in zip(*refs)]).score / 100, abs=1e-14)
+
+
 def test_moses_corpus_bleu_of_extractor_statistics(shared_data):
     """Moses' tuning objective (BleuScorer::calculateScore) of each iteration's 1-best lists, from
     Moses' own extractor statistics, against the preset's corpus BLEU of the package's statistics."""

@@ -277,12 +277,13 @@ def test_cli_spm_model_option_scores_like_sacrebleu(spm_model, tmp_path, monkeyp
     assert main(["corpus", str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"), "--spm-model", "x"]) == 2
 
 
-@given(text=st.text(st.characters(codec="utf-8"), max_size=40), tok=st.sampled_from(["none", "13a", "char", "intl", "zh"]),
-       lower=st.booleans())
+@given(text=st.text(st.characters(codec="utf-8"), max_size=40) | st.sampled_from(["A &AMP; B", "a <SKIPPED> b", "É&quot;Z"]),
+       tok=st.sampled_from(["none", "13a", "char", "intl", "zh"]), lower=st.sampled_from([False, True, "ascii"]))
 def test_prepare_one_equals_the_column_preparation(text, tok, lower):
     """The single-call preparation (Python's str methods for none/13a/char) equals prepare() on a
     one-row column, for any string (char: up to the trailing space the column's rewrite leaves,
-    which no split keeps)."""
+    which no split keeps), with each lowercasing rule (mteval's "ascii": A-Z only, after 13a's
+    unescaping)."""
     from kbest_bleu.tokenize import prepare, prepare_one
     one, column = prepare_one(text, tok, lower), prepare(pa.array([text], pa.string()), tok, lower)[0][0].as_py()
     if tok == "char":

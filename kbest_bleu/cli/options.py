@@ -207,8 +207,11 @@ def scoring_options(p: argparse.ArgumentParser) -> None:
                    help="the SentencePiece model file of -t flores101/flores200/spm (never downloaded); default: "
                         "$KBEST_BLEU_FLORES101_MODEL / $KBEST_BLEU_FLORES200_MODEL, else sacrebleu's cache "
                         "~/.sacrebleu/models")
-    g.add_argument("-lc", "--lowercase", action="store_true",
-                   help="lowercase hypotheses and references before tokenizing (sacrebleu's -lc)")
+    g.add_argument("-lc", "--lowercase", action="store_true", default=None,
+                   help="lowercase hypotheses and references before tokenizing (sacrebleu's -lc); the default "
+                        "under --compat mteval, which lowercases A-Z as mteval-v13a.pl does without -c")
+    g.add_argument("-c", "--case-sensitive", dest="lowercase", action="store_false",
+                   help="keep case (mteval-v13a.pl's -c; the default but under --compat mteval)")
 
 
 def config_from(a: argparse.Namespace) -> BleuConfig:

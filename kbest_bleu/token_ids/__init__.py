@@ -74,10 +74,11 @@ def _token_config(cfg: BleuConfig, explicit: dict) -> BleuConfig:
     if "tokenize" in explicit and explicit["tokenize"] != "none":
         raise InputError(f"tokenize: token ids are already tokens; expected tokenize='none' or no tokenize option, "
                          f"found {explicit['tokenize']!r}")
-    if cfg.lowercase:
+    if cfg.lowercase and (cfg.compat != "mteval" or explicit.get("lowercase")):
         raise InputError("lowercase: token ids have no case; drop lowercase=True (lowercase the text before "
                          "tokenizing it)")
-    return cfg if cfg.tokenize == "none" else replace(cfg, tokenize="none")
+    # mteval's own default lowercases (mteval-v13a.pl without -c): nothing to lower in ids
+    return cfg if (cfg.tokenize, cfg.lowercase) == ("none", False) else replace(cfg, tokenize="none", lowercase=False)
 
 
 def _config(config: Optional[BleuConfig], options: dict) -> BleuConfig:

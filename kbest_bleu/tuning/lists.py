@@ -24,7 +24,7 @@ __all__ = ["KbestLists", "moses_matrix"]
 def _joined_tokens(strings: pa.Array, cfg: BleuConfig) -> pa.Array:
     """The tokens of each string joined by single spaces (large_string): splitting on
     whitespace gives the same tokens back."""
-    toks, off = tokenize(strings, cfg.tokenize, cfg.lowercase)
+    toks, off = tokenize(strings, cfg.tokenize, cfg.lowercase_rule)
     return pc.binary_join(pa.LargeListArray.from_arrays(pa.array(off), toks.cast(pa.large_string())),
                           pa.scalar(" ", pa.large_string()))
 

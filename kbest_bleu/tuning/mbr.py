@@ -37,7 +37,7 @@ def _pair_bleu(hyps, seg_ptr: np.ndarray, cfg: BleuConfig, refs: Any = None,
     rows, rows_ref_ptr = hyps, None
     if refs is not None:  # one token vocabulary: the samples' rows after the candidates'
         rows, rows_ref_ptr = pa.concat_arrays([hyps, refs]), len(hyps) + ref_ptr
-    ids, ptr, _ = split_ids(*prepare(rows, cfg.tokenize, cfg.lowercase))
+    ids, ptr, _ = split_ids(*prepare(rows, cfg.tokenize, cfg.lowercase_rule))
     out_ptr = np.r_[0, np.cumsum(k * (k if refs is None else np.diff(ref_ptr)))].astype(np.int64)
     return score_rows(pair_stats(ids, ptr, seg_ptr, cfg, ref_ptr=rows_ref_ptr), cfg, "sentence"), out_ptr
 
@@ -246,7 +246,7 @@ def aggregate_bleu(hypotheses: Any, segments: Any = None, probabilities: Optiona
     p = np.zeros(n_rows)
     p[sets.ref] = _weights(probabilities, sets.r, "aggregate_bleu")  # candidates apart weigh nothing
     seg_of = np.repeat(np.arange(len(sizes)), sizes)
-    ids, ptr, _ = split_ids(*prepare(sets.rows, cfg.tokenize, cfg.lowercase))
+    ids, ptr, _ = split_ids(*prepare(sets.rows, cfg.tokenize, cfg.lowercase_rule))
     lengths = np.diff(ptr)
     n_orders = counting_args(cfg)[0]
     matches = np.zeros((n_rows, n_orders))

@@ -195,3 +195,23 @@ def test_sentence_level_under_other_presets_is_each_lines_sentence_score(files, 
         assert main(["corpus", "same.txt", "-i", "same.txt", "--compat", "moses", "-t", "none", "--sentence-level",
                      "-b"]) == 0
         assert float(capfd.readouterr().out) == 100
+
+
+def test_mteval_preset_lowercases_unless_case_sensitive(files, monkeypatch, capfd):
+    """``--compat mteval`` lowercases as mteval-v13a.pl without -c; ``-c`` keeps case (the script's -c)."""
+    from kbest_bleu import corpus_bleu
+    from kbest_bleu.cli import main
+    monkeypatch.chdir(files)
+    refs = [list(r) for r in zip(*REFS)]
+    for flags, lowercase in (([], True), (["-c"], False), (["-lc"], True)):
+        capfd.readouterr()
+        assert main(["corpus", "ref0.txt", "ref1.txt", "-i", "hyp.txt", "--compat", "mteval", "-b", "-w", "10"]
+                    + flags) == 0
+        want = corpus_bleu(HYPS, refs, compat="mteval", lowercase=lowercase).score
+        assert float(capfd.readouterr().out) == pytest.approx(100 * want, abs=1e-8)
+    (files / "h.txt").write_text("The Cat sat\n", encoding="utf-8")  # the script: 1.0 without -c
+    (files / "r.txt").write_text("the cat sat\n", encoding="utf-8")
+    for flags, want in (([], 100.0), (["-c"], 100 * corpus_bleu(["The Cat sat"], [["the cat sat"]], compat="mteval",
+                                                                 lowercase=False).score)):
+        assert main(["corpus", "r.txt", "-i", "h.txt", "--compat", "mteval", "-b"] + flags) == 0
+        assert float(capfd.readouterr().out) == pytest.approx(want, abs=1e-2) and (want == 100.0) == (not flags)
