@@ -370,7 +370,7 @@ def split_ids(strings: pa.Array, rules: int = RULES_NONE) -> tuple[np.ndarray, n
     return ids, ptr, vocab
 
 
-def tokenize(strings: pa.Array, tokenize: str = "none", lowercase: bool = False) -> tuple[pa.Array, np.ndarray]:
+def tokenize(strings: pa.Array, tokenize: str = "none", lowercase: "bool | str" = False) -> tuple[pa.Array, np.ndarray]:
     """Split every string of an Arrow column into sacrebleu-identical tokens.
 
     Parameters

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..config import BleuConfig
-from ..encode import run_starts
+from ..encode import is_id_lists, run_starts
 from ..errors import InputError
 from ..files.nbest import dense_features
 from ..files.output import atomic_output, check_output
@@ -38,6 +38,10 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
         raise InputError(f"--features {features_path}: the table has no 'features' column (columns are "
                          f"{', '.join(table.schema.names)}); expected n-best input from convert, or omit --features")
     cfg = config or BleuConfig(compat="moses")
+    if columns.hypothesis in table.schema.names and is_id_lists(table.schema.field(columns.hypothesis).type):
+        from ..token_ids import token_config  # ids are tokens already, as score_parquet scores them
+
+        cfg = token_config(cfg)
     source = str(inputs[0]) if inputs else "table"  # errors name the file the table came from
     if table.num_rows == 0:  # Moses' extractor files hold at least one segment
         raise InputError(f"{source}: no hypotheses; expected a K-best table with at least one row")

@@ -372,6 +372,11 @@ def score_table(table: Any, config: Optional[BleuConfig] = None, **kwargs: Any) 
     elif not isinstance(table, pa.Table):
         raise InputError(f"score_table: expected a pyarrow Table, pandas or polars DataFrame, found "
                          f"{type(table).__module__}.{type(table).__name__}; convert it with pyarrow.table(...)")
+    hyp_col = kwargs.get("columns", Columns()).hypothesis
+    if hyp_col in table.schema.names and is_id_lists(table.schema.field(hyp_col).type):
+        from ..token_ids import token_config  # ids are tokens already, as score_parquet scores them
+
+        config = token_config(config)
     out = list(score_batches(table.to_batches(), config, **kwargs))
     if out:
         scored = pa.Table.from_batches(out)

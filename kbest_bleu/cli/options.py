@@ -198,8 +198,8 @@ def scoring_options(p: argparse.ArgumentParser) -> None:
                    help="the reference length r of the brevity penalty with several references: the closest to "
                         "the hypothesis length (ties: the shorter), the shortest, or the average (Moses, truncated)")
     g.add_argument("-t", "-tok", "--tokenize", choices=TOKENIZERS, default=None, metavar="TOK",
-                   help=f"{', '.join(TOKENIZERS)}: as sacrebleu (default 13a; under --compat moses 'none', as "
-                        "Moses' scorers split tokenized text on whitespace); 'none' for pre-tokenized (Moses-style) "
+                   help=f"{', '.join(TOKENIZERS)}: as sacrebleu (default 13a; 'none' under --compat moses, as "
+                        "Moses' scorers split tokenized text on whitespace, and in export-moses); 'none' for pre-tokenized (Moses-style) "
                         "K-best lists; ja-mecab/ko-mecab: "
                         "pip install '.[ja]'/'.[ko]'; flores101/flores200/spm: '.[flores]' and a local "
                         "model file (--spm-model)")

@@ -103,7 +103,8 @@ class Bleu(SegmentMetric):
         if is_id_lists(hypotheses.type):
             from ..token_ids import segment_token_stats
 
-            if any(cfg.tokenize != "none" or cfg.lowercase for cfg in configs):
+            # (mteval's own lowercasing, "ascii", has nothing to lower in ids: token_config drops it)
+            if any(cfg.tokenize != "none" or cfg.lowercase_rule is True for cfg in configs):
                 raise InputError("token ids are tokens already: score them with tokenize='none' and no lowercasing")
             return Counting(lambda: segment_token_stats(hypotheses, references, seg_ptr, *configs, row_offset=row0),
                             parallel=False)

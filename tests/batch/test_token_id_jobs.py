@@ -68,3 +68,23 @@ def test_id_jobs_refuse_other_metrics_and_lowercasing(tmp_path, capsys):
     assert "BLEU only" in capsys.readouterr().err
     assert main(["score", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "b.parquet"), "-lc"]) == 2
     assert "case" in capsys.readouterr().err
+
+
+def test_ids_under_mteval_ignore_its_default_lowercasing(tmp_path, capsys):
+    """mteval lowercases text by default (mteval-v13a.pl without -c); ids have no case, so every
+    id job scores them as token_bleu does (the table, export-moses and the parquet job refused them)."""
+    from kbest_bleu.batch import score_table
+    from kbest_bleu.token_ids import token_bleu
+    segs = [([[1, 2, 3], [1, 2]], [[1, 2, 3]]), ([[4, 5, 6]], [[4, 5]])]
+    table, hyps, refs, _ = _table(segs)
+    want = token_bleu(hyps, refs, compat="mteval").tolist()
+    assert want == [kb.sentence_bleu(_text(h), [_text(r) for r in rs], compat="mteval", tokenize="none",
+                                     lowercase=False) for h, rs in zip(hyps, refs)]
+    for cfg in (kb.BleuConfig(compat="mteval"), kb.BleuConfig(compat="mteval", tokenize="none")):
+        got = score_table(table, cfg)
+        assert got["bleu"].to_pylist() == want and "case:mixed" in got.schema.metadata[b"kbest_bleu.signature"].decode()
+    pq.write_table(table, tmp_path / "in.parquet")
+    assert main(["score", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "o.parquet"), "--compat", "mteval"]) == 0
+    assert pq.read_table(tmp_path / "o.parquet")["bleu"].to_pylist() == want
+    assert main(["export-moses", str(tmp_path / "in.parquet"), "--scores", str(tmp_path / "s.dat"), "--compat",
+                 "mteval"]) == 0
