@@ -192,7 +192,8 @@ def counting_args(*configs: BleuConfig) -> tuple[int, int]:
         raise InputError("counting_args: expected at least one BleuConfig")
     first = configs[0]
     for cfg in configs[1:]:
-        if (cfg.ref_length, cfg.tokenize, cfg.lowercase_rule) != (first.ref_length, first.tokenize, first.lowercase_rule):
+        if (cfg.ref_length, cfg.tokenize, cfg.lowercase_rule) != (first.ref_length, first.tokenize,
+                                                                   first.lowercase_rule):
             raise InputError("counting_args: configs sharing one count must agree on ref_length, tokenize and "
                              f"lowercase; found {first} and {cfg}")
     return max(c.counted_order for c in configs) + 1, _POLICY_CODES[first.ref_length]

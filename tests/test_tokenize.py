@@ -277,7 +277,8 @@ def test_cli_spm_model_option_scores_like_sacrebleu(spm_model, tmp_path, monkeyp
     assert main(["corpus", str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"), "--spm-model", "x"]) == 2
 
 
-@given(text=st.text(st.characters(codec="utf-8"), max_size=40) | st.sampled_from(["A &AMP; B", "a <SKIPPED> b", "É&quot;Z"]),
+@given(text=st.text(st.characters(codec="utf-8"), max_size=40) | st.sampled_from(["A &AMP; B", "a <SKIPPED> b",
+                                                                                   "É&quot;Z"]),
        tok=st.sampled_from(["none", "13a", "char", "intl", "zh"]), lower=st.sampled_from([False, True, "ascii"]))
 def test_prepare_one_equals_the_column_preparation(text, tok, lower):
     """The single-call preparation (Python's str methods for none/13a/char) equals prepare() on a

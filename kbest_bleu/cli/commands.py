@@ -81,7 +81,8 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
             raise InputError(f"--sentence-level: expected one system, found {len(systems)}")
         sent = BleuConfig.make(cfg, effective_order=True) if cfg.compat == "sacrebleu" else cfg
         sig = sent.signature("sentence", nrefs=nrefs)
-        print("\n".join(_bleu_line(r, sig, a) for r in sentence_results(ngram_stats(systems[0], refs, None, cfg), sent)))
+        lines = sentence_results(ngram_stats(systems[0], refs, None, cfg), sent)
+        print("\n".join(_bleu_line(r, sig, a) for r in lines))
         return 0
     sig = cfg.signature("corpus", nrefs=nrefs)
     results = [corpus_score(ngram_stats(h, refs, None, cfg), cfg) for h in systems]

@@ -199,10 +199,9 @@ def scoring_options(p: argparse.ArgumentParser) -> None:
                         "the hypothesis length (ties: the shorter), the shortest, or the average (Moses, truncated)")
     g.add_argument("-t", "-tok", "--tokenize", choices=TOKENIZERS, default=None, metavar="TOK",
                    help=f"{', '.join(TOKENIZERS)}: as sacrebleu (default 13a; 'none' under --compat moses, as "
-                        "Moses' scorers split tokenized text on whitespace, and in export-moses); 'none' for pre-tokenized (Moses-style) "
-                        "K-best lists; ja-mecab/ko-mecab: "
-                        "pip install '.[ja]'/'.[ko]'; flores101/flores200/spm: '.[flores]' and a local "
-                        "model file (--spm-model)")
+                        "Moses' scorers split tokenized text on whitespace, and in export-moses); 'none' for "
+                        "pre-tokenized (Moses-style) K-best lists; ja-mecab/ko-mecab: pip install '.[ja]'/'.[ko]'; "
+                        "flores101/flores200/spm: '.[flores]' and a local model file (--spm-model)")
     g.add_argument("--spm-model", metavar="PATH", default=None, type=reads("--spm-model"),
                    help="the SentencePiece model file of -t flores101/flores200/spm (never downloaded); default: "
                         "$KBEST_BLEU_FLORES101_MODEL / $KBEST_BLEU_FLORES200_MODEL, else sacrebleu's cache "
@@ -219,7 +218,8 @@ def config_from(a: argparse.Namespace) -> BleuConfig:
     environment, so that worker processes (Spark, local mode) find the model too."""
     if a.spm_model:
         if a.tokenize not in ("flores101", "flores200", "spm"):
-            raise InputError(f"--spm-model: expected with -t flores101, flores200 or spm; found -t {a.tokenize or 'left to its default'}")
+            raise InputError(f"--spm-model: expected with -t flores101, flores200 or spm; found -t "
+                             f"{a.tokenize or 'left to its default'}")
         settings.set_spm_model("flores101" if a.tokenize == "spm" else a.tokenize, Path(a.spm_model).resolve())
     weights = None
     if a.weights:
