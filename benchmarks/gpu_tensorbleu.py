@@ -194,6 +194,19 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def torch_for(device: str):
+    """torch, or None after saying why this script skips: no torch, or no CUDA device for "cuda"."""
+    try:
+        import torch
+    except ImportError:
+        print("skipped: torch is not installed (pip install torch; a CUDA GPU is needed)")
+        return None
+    if device == "cuda" and not torch.cuda.is_available():
+        print("skipped: torch sees no CUDA device (--device cpu runs a dry run)")
+        return None
+    return torch
+
+
 def memory_budget(torch, device: str) -> int:
     if device == "cuda":
         free, _ = torch.cuda.mem_get_info()
@@ -234,13 +247,8 @@ def main() -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    try:
-        import torch
-    except ImportError:
-        print("skipped: torch is not installed (pip install torch; a CUDA GPU is needed)")
-        return 0
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("skipped: torch sees no CUDA device (--device cpu runs a dry run)")
+    torch = torch_for(args.device)
+    if torch is None:
         return 0
     import numba
     import numpy as np

@@ -32,7 +32,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from gpu_tensorbleu import Report, cpu_model, find_published, first_line, fmt, git_commit, load_published  # noqa: E402
+from gpu_tensorbleu import (  # noqa: E402
+    Report, cpu_model, find_published, first_line, fmt, git_commit, load_published, torch_for)
 
 
 def timed_calls(call, before, repeats: int, sync) -> float:
@@ -58,13 +59,18 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=51)
     ap.add_argument("--step-ms", type=float, default=20.0, help="length of the stand-in training step")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("skipped: torch is not installed")
-        return 0
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("skipped: torch sees no CUDA device (--device cpu runs a dry run)")
+    from kbest_bleu.errors import InputError
+    from kbest_bleu.files.output import check_output
+
+    path = find_published(args.tensorbleu_file)
+    try:  # the report never replaces an input
+        out = None if args.out is None else check_output(
+            args.out, inputs=[p for p in (path, Path(__file__)) if p is not None], option="--out")
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    torch = torch_for(args.device)
+    if torch is None:
         return 0
     import numba
     import numpy as np
@@ -72,11 +78,10 @@ def main() -> int:
 
     from kbest_bleu.token_ids import token_bleu
 
-    report = Report(Path(args.out) if args.out else None)
+    report = Report(out)
     dev = torch.device(args.device)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     published, pub_note = None, "absent"
-    path = find_published(args.tensorbleu_file)
     if path is not None:
         try:
             published, pub_note = load_published(path)

@@ -233,17 +233,18 @@ def prepare(strings: pa.Array, tokenize: str = "none", lowercase_: "bool | str" 
     """
     if tokenize not in TOKENIZERS:
         raise InputError(f"unknown tokenizer {tokenize!r}: expected one of {', '.join(TOKENIZERS)}")
-    if lowercase_ == "ascii":  # the 13a rules below split no letter, so lowering after them is the script's order
-        if tokenize == "13a":
-            return pc.ascii_lower(_unescape_13a(pc.utf8_rtrim(strings, characters=_PY_SPACE), engine)), RULES_13A
+    ascii_lower = lowercase_ == "ascii"
+    if ascii_lower and tokenize != "13a":
         strings = pc.ascii_lower(strings)
-    elif lowercase_:
+    elif lowercase_ and not ascii_lower:
         strings = lowercase(strings)
     if tokenize == "none":
         return strings, RULES_NONE
     strings = pc.utf8_rtrim(strings, characters=_PY_SPACE)
     if tokenize == "13a":
-        return _unescape_13a(strings, engine), RULES_13A
+        # mteval lowers after its unescaping (its regex rules, run while splitting, touch no letter)
+        strings = _unescape_13a(strings, engine)
+        return (pc.ascii_lower(strings) if ascii_lower else strings), RULES_13A
     if tokenize == "zh":
         strings = pc.utf8_trim(strings, characters=_PY_SPACE)
         return pc.replace_substring_regex(strings, f"({_zh_class()})", r" \1 "), RULES_ZH

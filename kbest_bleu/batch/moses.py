@@ -11,12 +11,12 @@ import numpy as np
 import pyarrow as pa
 
 from ..config import BleuConfig
-from ..encode import is_id_lists, run_starts
+from ..encode import run_starts
 from ..errors import InputError
 from ..files.nbest import dense_features
 from ..files.output import atomic_output, check_output
 from ..files.references import Columns
-from .stream import score_batches
+from .stream import job_config, score_batches
 
 __all__ = ["export_moses"]
 
@@ -37,11 +37,7 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
     if features_path is not None and table.schema.get_field_index("features") < 0:
         raise InputError(f"--features {features_path}: the table has no 'features' column (columns are "
                          f"{', '.join(table.schema.names)}); expected n-best input from convert, or omit --features")
-    cfg = config or BleuConfig(compat="moses")
-    if columns.hypothesis in table.schema.names and is_id_lists(table.schema.field(columns.hypothesis).type):
-        from ..token_ids import token_config  # ids are tokens already, as score_parquet scores them
-
-        cfg = token_config(cfg)
+    cfg = job_config(config or BleuConfig(compat="moses"), table.schema, columns)
     source = str(inputs[0]) if inputs else "table"  # errors name the file the table came from
     if table.num_rows == 0:  # Moses' extractor files hold at least one segment
         raise InputError(f"{source}: no hypotheses; expected a K-best table with at least one row")

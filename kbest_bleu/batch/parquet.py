@@ -28,7 +28,8 @@ from ..files.inputs import register_input
 from ..files.readers import seekable, unreadable
 from ..files.references import Columns, ReferenceTable, require_columns
 from ..metrics.base import Metric
-from .stream import COMPRESSIONS, Summary, Tally, is_id_lists, output_schema, score_batches, score_columns
+from .stream import (COMPRESSIONS, Summary, Tally, is_id_lists, job_config, output_schema, score_batches,
+                     score_columns)
 
 __all__ = ["Progress", "check_schema", "open_parquet", "read_parquet_table", "score_parquet"]
 
@@ -129,10 +130,8 @@ def score_parquet(in_path: "str | os.PathLike", out_path: "Optional[str | os.Pat
     pf, declared = open_parquet(src, columns.references if references is None else None)
     check_schema(declared, columns, references is None, str(src), metrics)
     ids = is_id_lists(declared.field(columns.hypothesis).type)
-    if ids:  # token ids are tokens already: the signature says tok:none (kbest_bleu.token_ids.token_config)
-        from ..token_ids import token_config
-
-        cfg = token_config(cfg)
+    cfg = job_config(cfg, declared, columns)
+    if ids:
         engine = "kernels"
     if engine is None:
         n_bytes = _text_bytes_declared(pf, columns, references is None)

@@ -42,7 +42,7 @@ from ..errors import InputError, install_extra
 from ..files.output import atomic_output, check_output, open_log
 from ..files.references import Columns
 from ..stats import ngram_stats, segment_argmax
-from .stream import COMPRESSIONS, Summary, Tally, is_id_lists, output_schema, score_batches, score_columns
+from .stream import COMPRESSIONS, Summary, Tally, job_config, output_schema, score_batches, score_columns
 
 __all__ = ["META_FILE", "score_dataframe", "score_parquet_spark", "segment_summary"]
 
@@ -158,10 +158,9 @@ def _job_config(df, cfg: BleuConfig, columns: Columns) -> BleuConfig:
     """``cfg``, or for token-id hypotheses (list<int>) ``cfg`` under tokenize='none'
     (:func:`kbest_bleu.token_ids.token_config`: ids are tokens already), as the single-machine
     job scores them; decided on the driver, from the schema."""
-    if columns.hypothesis in df.columns and is_id_lists(_arrow_schema(df.select(columns.hypothesis).schema)[0].type):
-        from ..token_ids import token_config
-        return token_config(cfg)
-    return cfg
+    if columns.hypothesis not in df.columns:
+        return cfg
+    return job_config(cfg, _arrow_schema(df.select(columns.hypothesis).schema), columns)
 
 
 def score_dataframe(df, config: Optional[BleuConfig] = None, columns: Columns = Columns(), stats: bool = False,

@@ -36,7 +36,7 @@ from ..metrics.bleu import Bleu, score_columns
 from .summary import MetricSummary, Summary, Tally
 
 __all__ = ["COMPRESSIONS", "META_SEGMENT", "MetricSummary", "SegmentChunk", "Summary", "Tally", "is_id_lists",
-           "job_metrics", "output_schema", "produced_ahead", "score_batches", "score_columns", "score_table",
+           "job_config", "job_metrics", "output_schema", "produced_ahead", "score_batches", "score_columns", "score_table",
            "whole_segments"]
 
 COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
@@ -360,6 +360,17 @@ def _whole(table: pa.Table, keys: list, starts: np.ndarray, row0: int, seen: set
     return SegmentChunk(table.combine_chunks(), np.append(starts, table.num_rows).astype(np.int64), labels, row0)
 
 
+def job_config(config: Optional[BleuConfig], schema: pa.Schema, columns: Columns) -> Optional[BleuConfig]:
+    """``config``, or for token-id hypotheses (list<int>) ``config`` under tokenize='none' and no
+    lowercasing (:func:`kbest_bleu.token_ids.token_config`: ids are tokens already; the signature
+    says so), decided from the schema, as every job (table, parquet, Spark, export-moses) scores them."""
+    if columns.hypothesis in schema.names and is_id_lists(schema.field(columns.hypothesis).type):
+        from ..token_ids import token_config
+
+        return token_config(config)
+    return config
+
+
 def score_table(table: Any, config: Optional[BleuConfig] = None, **kwargs: Any) -> Any:
     """:func:`score_batches` on an in-memory table; returns the scored table, of the same kind:
     a ``pyarrow.Table``, a pandas DataFrame (read through Arrow, without its index) or a polars
@@ -372,11 +383,7 @@ def score_table(table: Any, config: Optional[BleuConfig] = None, **kwargs: Any) 
     elif not isinstance(table, pa.Table):
         raise InputError(f"score_table: expected a pyarrow Table, pandas or polars DataFrame, found "
                          f"{type(table).__module__}.{type(table).__name__}; convert it with pyarrow.table(...)")
-    hyp_col = kwargs.get("columns", Columns()).hypothesis
-    if hyp_col in table.schema.names and is_id_lists(table.schema.field(hyp_col).type):
-        from ..token_ids import token_config  # ids are tokens already, as score_parquet scores them
-
-        config = token_config(config)
+    config = job_config(config, table.schema, kwargs.get("columns", Columns()))
     out = list(score_batches(table.to_batches(), config, **kwargs))
     if out:
         scored = pa.Table.from_batches(out)
