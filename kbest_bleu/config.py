@@ -122,6 +122,10 @@ class BleuConfig:
                 or not 1 <= self.max_order <= MAX_SUPPORTED_ORDER):
             raise InputError(f"max_order: expected an integer from 1 to {MAX_SUPPORTED_ORDER}, found {self.max_order!r}")
         object.__setattr__(self, "max_order", int(self.max_order))
+        if self.compat == "nltk" and s == 6 and self.max_order < 3:  # NLTK raises IndexError whatever the input
+            raise InputError(f"smoothing: NLTK's method6 interpolates from the trigram precision and fails below "
+                             f"max_order 3; found max_order={self.max_order}; use max_order >= 3, another smoothing, "
+                             "or compat='sacrebleu' (the paper's smoothing 6)")
         # Finite and bounded so that no smoothing overflows: precisions stay in [0, 1] (epsilon
         # <= 1 for floor smoothing), and sums/products of parameters stay far from inf.
         # epsilon from 1e-200: epsilon / l_n must stay a normal float (5e-324 / 6 is 0, a zero precision)

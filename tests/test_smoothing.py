@@ -107,6 +107,16 @@ def test_bad_options_are_explained(bad, match):
         kb.sentence_bleu("a b", ["a b"], **bad)
 
 
+@pytest.mark.parametrize("order", [1, 2])
+def test_nltk_method6_below_trigrams_is_refused_as_nltk_fails(order):
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+    with pytest.raises(IndexError):  # NLTK's method6 reads p_3, whatever the input
+        sentence_bleu([["b", "a"]], ["a", "b"], (1 / order,) * order, SmoothingFunction().method6)
+    with pytest.raises(kb.InputError, match="max_order >= 3"):
+        kb.sentence_bleu("a b", ["b a"], compat="nltk", smoothing=6, max_order=order)
+
+
 SMOOTHING6 = ("literal", "raw-prior", "from-bigram", "floor")
 
 
