@@ -13,10 +13,6 @@ import sys
 from pathlib import Path
 
 from . import collector
-from .cli import main
-from .counting.threads import size_pools_to_quota
-from .jit import skip_blas_probe
-from .memory import keep_freed_memory
 
 __all__ = ["command"]
 
@@ -40,6 +36,13 @@ def _command_process() -> None:
     is paused until the job's start-up is over (:mod:`kbest_bleu.collector`: its runs over the
     imports' objects, which live to the end, cost 26 ms of a 200,000-row job)."""
     collector.pause()
+    # first of all: a signal while the modules below are imported ends the command in one line
+    # too, never in a KeyboardInterrupt traceback (the handlers main() installs come later)
+    from .files.temporaries import install_signal_handlers
+    install_signal_handlers()
+    from .counting.threads import size_pools_to_quota
+    from .jit import skip_blas_probe
+    from .memory import keep_freed_memory
     if "numba" not in sys.modules:  # numba reads its threading layer when it is imported
         os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
     # idle OpenMP workers sleep instead of spinning: on a busy 2-core machine (load 11) a parallel
@@ -102,6 +105,7 @@ def command() -> None:
     usual way (its session is stopped already, but pyspark may keep exit handlers).
     """
     _command_process()
+    from .cli import main  # after _command_process's settings, which some of its imports read
     code = main()
     if "pyspark" in sys.modules:
         sys.exit(code)

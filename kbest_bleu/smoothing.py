@@ -225,7 +225,8 @@ def nltk_bleu(m, l, c, r, cfg: BleuConfig, eff: bool):  # noqa: ARG001 (the pres
 
     p_n = m_n / max(1, l_n); orders with p_n <= 0 after smoothing are skipped without
     renormalizing; no unigram match gives 0. Where NLTK's method6 asserts (no trigram match),
-    the score is 0 (the interpolation has no trigram evidence to start from).
+    the score is 0 (the interpolation has no trigram evidence to start from); below 3 orders, where
+    NLTK always fails, the config is refused (:class:`~kbest_bleu.config.BleuConfig`).
     """
     n, method = cfg.max_order, cfg.smoothing
     mm, den = m[:, :n], np.maximum(l[:, :n], 1.0)

@@ -21,7 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kbest_bleu.files.output import TEMP_MARK, atomic_output, check_output
+from kbest_bleu.files.output import atomic_output, check_output
+from kbest_bleu.files.temporaries import TEMP_MARK
 from kbest_bleu.batch.parquet import score_parquet
 from kbest_bleu.cli import main
 from kbest_bleu.config import BleuConfig

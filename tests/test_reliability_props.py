@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import kbest_bleu as kb
-from kbest_bleu.files.output import TEMP_MARK
+from kbest_bleu.files.temporaries import TEMP_MARK
 from kbest_bleu.batch.parquet import score_parquet
 from kbest_bleu.files.references import Columns
 from kbest_bleu.config import BleuConfig

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kbest_bleu.files.output import TEMP_MARK
+from kbest_bleu.files.temporaries import TEMP_MARK
 
 OLD = b"previous output, must survive"
 ROWS = 400_000

@@ -3,7 +3,6 @@ and the FEATURES_TXT blocks that Moses' tuners (MERT, PRO, k-best MIRA) read."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import Optional, Sequence
 
@@ -14,7 +13,7 @@ from ..config import BleuConfig
 from ..encode import run_starts
 from ..errors import InputError
 from ..files.nbest import dense_features
-from ..files.output import atomic_output, check_output
+from ..files.output import atomic_outputs, check_output
 from ..files.references import Columns
 from .stream import job_config, score_batches
 
@@ -55,10 +54,9 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
         raise InputError(f"--features {features_path}: a feature value of the table is not finite (NaN or inf); "
                          "Moses' tuners cannot read it; fix the n-best list's features")
     # both files are renamed into place together, after both are written: one failing leaves neither
-    with contextlib.ExitStack() as stack:
-        tmp = stack.enter_context(atomic_output(scores_path, inputs, "--scores"))
-        tmp_features = (stack.enter_context(atomic_output(features_path, [*inputs, scores_path], "--features"))
-                        if features_path is not None else None)
+    wanted = [(scores_path, "--scores")] + ([(features_path, "--features")] if features_path is not None else [])
+    with atomic_outputs(wanted, inputs) as written:
+        tmp, tmp_features = written[0], (written[1] if features_path is not None else None)
         with open(tmp, "w", encoding="utf-8") as out:
             for a, b in zip(starts, ends):
                 out.write(f"SCORES_TXT_BEGIN_0 {seg[a]} {b - a} {2 * n + 1} BLEU\n")

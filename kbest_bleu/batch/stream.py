@@ -101,6 +101,7 @@ class _Chunk:
     seg_ptr: np.ndarray  # int64[S+1] row pointers of the segments
     row0: int  # the table's first row in the stream
     n_refs: np.ndarray  # int[S]
+    model_score: Optional[np.ndarray]  # float64[H], the scores that pick each segment's 1-best, or None
     countings: list  # per metric, the counting left to do (:meth:`Metric.counter`)
     inputs: list  # the input columns, of the types the output declares
     schema: pa.Schema  # the output's
@@ -137,11 +138,28 @@ def _prepare_chunk(whole: SegmentChunk, metrics: Sequence[Metric], columns: Colu
             raise InputError(f"segment {labels[no_refs[0]]!r} (row {row0 + int(seg_ptr[no_refs[0]])}) has no "
                              f"references; expected at least one per segment in a batch job (an empty {empty} is a "
                              "valid, empty reference)")
+        model_score = _model_scores(chunk, columns.score, row0)
         countings = [_counting(m.counter(hyps, refs, seg_ptr, chunk, row0), source) for m in metrics]
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
     inputs = [_as_type(one_array(chunk[c]), f.type) for c, f in zip(chunk.column_names, schema)]
-    return _Chunk(chunk, seg_ptr, row0, n_refs, countings, inputs, schema)
+    return _Chunk(chunk, seg_ptr, row0, n_refs, model_score, countings, inputs, schema)
+
+
+def _model_scores(chunk: pa.Table, column: Optional[str], row0: int) -> Optional[np.ndarray]:
+    """The model scores float64[H] of ``column`` (None: no column), a finite number in every row: a
+    null, NaN or infinite score would pick a segment's 1-best by accident, as ``mbr`` and ``tune``
+    refuse them too."""
+    if column is None:
+        return None
+    values = one_array(chunk[column])
+    score = to_numpy(values).astype(np.float64)  # nulls read as NaN
+    bad = np.flatnonzero(~np.isfinite(score))
+    if bad.size:
+        raise InputError(f"column {column!r}, row {row0 + int(bad[0])}: the model score is "
+                         f"{values[int(bad[0])].as_py()!r}; expected a finite number in every row (the summary's "
+                         "1-best is the segment's highest score); fix the column or leave --score-col out")
+    return score
 
 
 def _text_references(chunk: pa.Table, seg_ptr: np.ndarray, labels: list, row0: int, columns: Columns,
@@ -184,7 +202,7 @@ def _counting(counting: Counting, source: str) -> Counting:
     return Counting(run, counting.parallel)
 
 
-def _score_chunk(chunk: _Chunk, statistics: list, metrics: Sequence[Metric], columns: Columns, with_stats: bool,
+def _score_chunk(chunk: _Chunk, statistics: list, metrics: Sequence[Metric], with_stats: bool,
                  tally: Optional[Tally]) -> pa.RecordBatch:
     """Score a prepared chunk from its metrics' statistics (:meth:`Metric.compute`, one loop for
     every metric, BLEU included: DESIGN.md section 6) into one output batch."""
@@ -197,10 +215,7 @@ def _score_chunk(chunk: _Chunk, statistics: list, metrics: Sequence[Metric], col
             names = [f.name for f in metric.output_fields(with_stats)]
             scored.append((metric, st, to_numpy(out[names.index(metric.name)])))
     if tally is not None:
-        score = None
-        if columns.score is not None:
-            score = to_numpy(chunk.table[columns.score]).astype(np.float64)
-        tally.add(chunk.seg_ptr, score, chunk.n_refs, scored)
+        tally.add(chunk.seg_ptr, chunk.model_score, chunk.n_refs, scored)
     return pa.RecordBatch.from_arrays(arrays, schema=chunk.schema)
 
 
@@ -252,7 +267,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
     chunks = _prepared_chunks(batches, every, columns, references, stats, source, schema, engine)
     overlap = ahead is not None and engine == "kernels"
     for chunk, counted in _counted(chunks if ahead is None else produced_ahead(chunks, ahead), overlap):
-        yield _score_chunk(chunk, counted, every, columns, stats, tally)
+        yield _score_chunk(chunk, counted, every, stats, tally)
 
 
 def _counted(chunks: Iterator[_Chunk], overlap: bool) -> Iterator[tuple[_Chunk, list]]:

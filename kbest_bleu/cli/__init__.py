@@ -65,7 +65,7 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from ..files.inputs import check_declared_outputs, command_scope
-    from ..files.output import install_signal_handlers
+    from ..files.temporaries import install_signal_handlers
     argv = sys.argv[1:] if argv is None else list(argv)
     # the files the command reads, registered as the options are parsed and files opened; the
     # environment as it was when main returns (--spm-model sets a variable for the command's workers)

@@ -103,8 +103,9 @@ def _cmd_convert(a: argparse.Namespace) -> int:
 
     from ..batch.parquet import read_parquet_table
     from ..files.nbest import nbest_to_parquet, write_nbest
-    from ..files.output import atomic_output, check_output, temporary_directory
-    from ..files.readers import input_format
+    from ..files.output import atomic_output, check_output
+    from ..files.temporaries import temporary_directory
+    from ..files.readers import check_output_format, input_format
     src, dst = Path(a.input), Path(a.output)
     check_output(dst, [src, *(a.refs or ())], "output")  # before reading: convert X X must not destroy X
     if a.to or a.format or a.nbest_size or a.score_field or src.suffix != ".parquet":
@@ -115,8 +116,11 @@ def _cmd_convert(a: argparse.Namespace) -> int:
                 raise
             fmt = "nbest"  # as before: a file that is not parquet is read as n-best text
         to = a.to or ("nbest" if fmt == "parquet" else "parquet")
+        check_output_format(dst, to, "output", "name it for that format, or choose the format with --to FORMAT")
         if not ({fmt, to} <= {"parquet", "nbest"} and a.score_field is None and not a.nbest_size):
             return _convert_formats(a, src, dst, fmt, to)
+    else:  # a parquet table, written back as n-best text
+        check_output_format(dst, "nbest", "output", "name it for that format, or choose the format with --to FORMAT")
     if src.suffix == ".parquet":
         write_nbest(read_parquet_table(src, "convert IN"), dst, [src], "output")
     else:
@@ -137,7 +141,8 @@ def _convert_formats(a: argparse.Namespace, src: Path, dst: Path, fmt: str, to: 
     import shutil
 
     from ..files.formats import write_format
-    from ..files.output import atomic_output, temporary_directory
+    from ..files.output import atomic_output
+    from ..files.temporaries import temporary_directory
     from ..files.readers import kbest_to_parquet
     if a.refs:
         raise InputError("-r/--refs: convert adds references to Moses n-best text only; give them to 'score' instead")

@@ -166,7 +166,9 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
 
     from .. import settings
     from ..batch.segments import InStep, read_segments
-    from ..files.output import atomic_output, check_finite, temporary_directory
+    from ..files.output import atomic_outputs, check_finite
+    from ..files.readers import check_output_format
+    from ..files.temporaries import temporary_directory
     from ..stats import segment_argmax
 
     _logging(a.quiet)
@@ -183,6 +185,9 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
     if (a.pseudo_score_col or a.pseudo_nbest_size) and not a.pseudo_refs:
         raise InputError("--pseudo-score-col, --pseudo-nbest-size: options of the pseudo-reference file; add "
                          "--pseudo-refs FILE")
+    for path, option in ((a.output, "-o"), (a.matrix, "--matrix")):
+        if path:
+            check_output_format(path, "parquet", option, "name it .parquet (mbr writes parquet)")
     batch_bytes = a.batch_bytes or settings.BATCH_BYTES
     inputs = [a.input] + ([a.pseudo_refs] if a.pseudo_refs else [])
     seg_cols = _segment(a, Path(a.input))
@@ -203,14 +208,15 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
             pseudo = InStep(pchunks, a.pseudo_refs, a.input, "sort both by segment id (kbest-bleu mbr --sort does "
                             "it, in bounded memory)")
         out_schema = schema.append(pa.field("mbr_utility", pa.float64())).append(pa.field("mbr_selected", pa.bool_()))
+        # the outputs are renamed into place together once both are written: a failure leaves neither
+        wanted = [(path, option) for path, option in ((a.output, "-o"), (a.matrix, "--matrix")) if path]
+        paths = dict(zip([option for _, option in wanted], outputs.enter_context(atomic_outputs(wanted, inputs))))
         writer = matrix = None
         if a.output:
-            writer = outputs.enter_context(pq.ParquetWriter(outputs.enter_context(atomic_output(a.output, inputs, "-o")),
-                                                            out_schema))
+            writer = outputs.enter_context(pq.ParquetWriter(paths["-o"], out_schema))
         if a.matrix:
             m_schema = pa.schema([(c, pa.float64() if c == "utility" else pa.int64()) for c in MATRIX_COLUMNS])
-            matrix = outputs.enter_context(pq.ParquetWriter(outputs.enter_context(
-                atomic_output(a.matrix, inputs, "--matrix")), m_schema))
+            matrix = outputs.enter_context(pq.ParquetWriter(paths["--matrix"], m_schema))
         for chunk in chunks:
             utility = _chunk_utilities(a, chunk, pseudo, matrix, totals.segments)
             chosen = segment_argmax(utility, chunk.seg_ptr)  # ties keep the lowest row

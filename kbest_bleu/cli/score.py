@@ -73,9 +73,9 @@ def _cmd_score(a: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
     from ..batch.parquet import score_parquet
-    from ..files.output import temporary_directory
+    from ..files.temporaries import temporary_directory
     from ..files.inputs import register_input
-    from ..files.readers import input_format, kbest_to_parquet, unreadable
+    from ..files.readers import check_output_format, input_format, kbest_to_parquet, unreadable
     from ..files.sorting import sort_segments
     from ..files.references import Columns, ReferenceTable
     _logging(a.quiet)
@@ -83,6 +83,9 @@ def _cmd_score(a: argparse.Namespace) -> int:
         raise InputError(f"{'--master' if a.master != 'local[*]' else '--spark-log'}: an option of --engine spark; "
                          "add --engine spark or leave it out")
     cfg = config_from(a)
+    if a.output and a.engine != "spark":  # (Spark writes a dataset directory)
+        check_output_format(a.output, a.to or "parquet", "-o", "name it for that format, or choose the format with "
+                            "--to FORMAT")
     bleu, metrics = _metrics(a)
     if a.plot:
         from ..plots import check_plot_path

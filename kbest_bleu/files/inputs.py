@@ -24,7 +24,7 @@ from typing import Iterator, Optional, Sequence
 from ..errors import InputError
 
 __all__ = ["check_declared_outputs", "clash", "command_scope", "declare_output", "describe", "reading", "refuse",
-           "register_input", "registered_inputs"]
+           "register_input", "registered_inputs", "same_file"]
 
 _LOCK = threading.Lock()
 _SCOPE = {"depth": 0, "checked": False}
@@ -59,6 +59,11 @@ def _keys(path: "str | os.PathLike") -> list:
         return keys
     keys.append((st.st_dev, st.st_ino))
     return keys
+
+
+def same_file(a: "str | os.PathLike", b: "str | os.PathLike") -> bool:
+    """Whether two paths name one file: the same resolved path, or the same (device, inode)."""
+    return bool(set(_keys(a)) & set(_keys(b)))
 
 
 def register_input(path: "Optional[str | os.PathLike]", option: str = "input") -> None:

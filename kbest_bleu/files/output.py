@@ -15,55 +15,28 @@
   a named pipe). ``-o -``: the output is written whole to a temporary, then copied to standard
   output with short writes retried (:func:`write_all`), so a full disk behind stdout is an error
   (exit 1), never a truncated file with status 0.
-- **Temporaries.** Output temporaries are ``.NAME.kbest-tmp-PID.HOST``; work directories
-  (:func:`temporary_directory`) ``$TMPDIR/kbest_bleu-...kbest-tmp-PID.HOST-XXXX``. Both are
-  registered while they live and removed on every exit path: success, exception, and SIGINT /
-  SIGTERM / SIGHUP (:func:`install_signal_handlers`). SIGKILL cannot be caught: the next run removes
-  what a killed one left (:func:`remove_stale_temporaries`): a temporary of this host whose process
-  no longer exists, or any temporary older than :data:`~kbest_bleu.settings.STALE_TEMPORARY_S`.
+- **Temporaries and signals** (:mod:`kbest_bleu.files.temporaries`): every temporary is removed on
+  every exit path, signals included; a signal while outputs are renamed into place waits for the renames.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
-import signal
 import stat
 import sys
 import tempfile
-import threading
-import time
-import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator, Optional, Sequence
 
-from .. import settings
 from ..errors import InputError
-from .inputs import clash, describe, refuse
+from .inputs import clash, describe, refuse, same_file
+from .temporaries import owner_tag, register, remove, remove_stale_temporaries, signals_deferred, temporary_directory, \
+    unregister
 
-__all__ = ["TEMP_MARK", "atomic_output", "check_finite", "check_output", "copy_to_stdout", "install_signal_handlers",
-           "live_temporaries", "open_log", "remove_stale_temporaries", "temporary_directory", "write_all"]
-
-TEMP_MARK = ".kbest-tmp-"
-_OWNER = re.compile(re.escape(TEMP_MARK) + r"(\d+)(?:\.([0-9a-f]{8}))?")
-_LIVE: set = set()  # temporaries of this process not yet renamed or removed (files or directories)
-
-
-def _host() -> str:
-    """8 hex digits naming this machine in temporaries (a shared directory holds other hosts' PIDs)."""
-    return f"{zlib.crc32(os.uname().nodename.encode()) if hasattr(os, 'uname') else 0:08x}"
-
-
-def _owner_tag() -> str:
-    return f"{TEMP_MARK}{os.getpid()}.{_host()}"
-
-
-def live_temporaries() -> frozenset:
-    """The temporary paths this process is writing now (removed on a signal)."""
-    return frozenset(_LIVE)
-
+__all__ = ["atomic_output", "atomic_outputs", "check_finite", "check_output", "copy_to_stdout", "open_log",
+           "write_all"]
 
 # ---- output paths -------------------------------------------------------------------------------
 
@@ -167,72 +140,6 @@ def check_finite(batch: "object", names: Sequence[str], where: str, row0: int = 
                          "it with the row); the output was not written")
 
 
-# ---- temporaries --------------------------------------------------------------------------------
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    except OverflowError:
-        return False
-    return True
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(FileNotFoundError, PermissionError, IsADirectoryError):
-            path.unlink()
-
-
-def _stale(path: Path, now: float) -> bool:
-    """Left by a killed process: this host's with its process gone (one alive keeps its temporaries,
-    whatever their age), or another host's (or an unnamed owner's) older than STALE_TEMPORARY_S."""
-    found = _OWNER.search(path.name)
-    if found and (found.group(2) in (None, _host())):
-        return not _pid_alive(int(found.group(1)))
-    try:
-        return now - path.lstat().st_mtime > settings.STALE_TEMPORARY_S and path not in _LIVE
-    except OSError:
-        return False
-
-
-def remove_stale_temporaries(directory: "str | os.PathLike", prefix: str = ".") -> int:
-    """Remove from ``directory`` the temporaries (names starting with ``prefix`` and holding
-    :data:`TEMP_MARK`) that killed runs left; returns how many were removed. Another live process's
-    temporaries on this host are kept whatever their age; another host's are judged by age."""
-    now, removed = time.time(), 0
-    try:
-        entries = [p for p in Path(directory).iterdir() if p.name.startswith(prefix) and TEMP_MARK in p.name]
-    except OSError:  # an unreadable directory: nothing to clean
-        return 0
-    for path in entries:
-        if _stale(path, now):
-            _remove(path)
-            removed += 1
-    return removed
-
-
-@contextlib.contextmanager
-def temporary_directory(prefix: str = "kbest_bleu-", directory: "Optional[str | os.PathLike]" = None) -> Iterator[Path]:
-    """A new work directory (in ``directory``, default ``$TMPDIR``), registered with the guard:
-    removed when the block ends, whether it raises or not, and on SIGINT/SIGTERM/SIGHUP. Stale work
-    directories of killed runs in the same place are removed first."""
-    where = Path(directory) if directory is not None else Path(tempfile.gettempdir())
-    remove_stale_temporaries(where, prefix)
-    path = Path(tempfile.mkdtemp(prefix=f"{prefix}{_owner_tag()}-", dir=where))
-    _LIVE.add(path)
-    try:
-        yield path
-    finally:
-        _LIVE.discard(path)
-        _remove(path)
-
-
 # ---- writing ------------------------------------------------------------------------------------
 
 def write_all(fd: int, data: "bytes | memoryview") -> None:
@@ -287,13 +194,49 @@ def _is_special(path: Path) -> bool:
 
 
 class _WriteFailed(OSError):
-    """A failed write whose message names its output already (:func:`atomic_output`)."""
+    """A failed write whose message names its output already (:func:`atomic_outputs`)."""
+
+
+def _temporary_name(real: Path, suffix: str = "") -> Path:
+    """``.NAME.kbest-tmp-PID.HOST`` beside ``real``, NAME cut so that the whole name fits the file
+    system's limit (a legal 250-byte output name must not fail on its temporary's longer one)."""
+    tag = f"{owner_tag()}{suffix}"
+    try:
+        limit = os.pathconf(real.parent if str(real.parent) else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    room = max(1, limit - 1 - len(tag.encode()))
+    name = real.name.encode()[:room].decode(errors="ignore")
+    return real.with_name(f".{name}{tag}")
+
+
+class _Output:
+    """One output of :func:`atomic_outputs`: its checked path, where it is written, how it lands."""
+
+    def __init__(self, target: "str | os.PathLike", inputs: Sequence, option: str, directory: bool) -> None:
+        self.dst = check_output(target, inputs, option, directory)
+        self.inputs, self.option, self.directory = inputs, option, directory
+        self.stdout = str(self.dst) == "-"
+        self.special = not self.stdout and not directory and _is_special(self.dst)  # /dev/null, a FIFO
+        self.real = Path(os.path.realpath(self.dst)) if self.dst.is_symlink() else self.dst
+        self.tmp = self.dst
+        self.backup: Optional[Path] = None
+
+    @property
+    def renamed(self) -> bool:
+        """Written to a temporary beside the target and renamed over it."""
+        return not (self.stdout or self.special)
+
+    def failed(self, exc: OSError, what: str = "could not write the output") -> _WriteFailed:
+        return _WriteFailed(exc.errno, f"{self.option} {describe(self.dst)}: {what} ({exc.strerror or exc}); no "
+                            "output was changed; free space or choose a writable path")
 
 
 @contextlib.contextmanager
 def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLike"] = (), option: str = "-o",
                   directory: bool = False) -> Iterator[Path]:
-    """Context manager yielding the path to write instead of ``target``.
+    """Context manager yielding the path to write instead of ``target`` (:func:`atomic_outputs`
+    of one output).
 
     A regular (or new) target: a temporary ``.NAME.kbest-tmp-PID.HOST`` beside it (beside the
     link's target for a symbolic link), renamed over the target when the block ends without an
@@ -303,69 +246,138 @@ def atomic_output(target: "str | os.PathLike", inputs: Sequence["str | os.PathLi
     (written directly, nothing to rename). ``directory``: the output is a new directory (Spark
     datasets), written and renamed the same way.
     """
-    dst = check_output(target, inputs, option, directory)
-    if str(dst) == "-":
-        with temporary_directory() as work:
-            out = work / "stdout"
-            yield out
-            if not out.exists():
-                raise InputError(f"{option} -: nothing was written")
-            copy_to_stdout(out, option)
-        return
-    if not directory and _is_special(dst):
-        yield dst  # /dev/null, a FIFO: replacing the node would destroy it
-        return
-    real = Path(os.path.realpath(dst)) if dst.is_symlink() else dst
-    remove_stale_temporaries(real.parent if str(real.parent) else ".")
-    tmp = real.with_name(f".{real.name}{_owner_tag()}")
-    _remove(tmp)
-    _LIVE.add(tmp)
+    with atomic_outputs([(target, option, directory)], inputs) as (path,):
+        yield path
+
+
+@contextlib.contextmanager
+def atomic_outputs(outputs: Sequence[tuple], inputs: Sequence["str | os.PathLike"] = ()) -> Iterator[list]:
+    """Several outputs of one job, written as :func:`atomic_output` writes one and put in place
+    together: the paths to write (a list, in the order of ``outputs``) are renamed over their
+    targets only when the block ends without an exception, all of them or none. Where a rename
+    fails (a directory moved away during the job), the targets already replaced get their previous
+    files back (kept as hard links, or copies, until every rename is done) and new ones are removed.
+    A signal during the renames waits for their end (:func:`signals_deferred`).
+
+    ``outputs``: ``(target, option)`` or ``(target, option, directory)`` tuples; each is checked
+    against ``inputs``, the command's registered inputs and the other outputs.
+    """
+    items: list = []
+    for target, option, *rest in outputs:
+        out = _Output(target, inputs, option, bool(rest and rest[0]))
+        for other in items:
+            if not (out.stdout or out.special) and same_file(out.dst, other.dst):
+                raise InputError(f"{option} {describe(out.dst)}: is also the {other.option} output; give each output "
+                                 "its own path")
+        items.append(out)
+    with contextlib.ExitStack() as stack:
+        for out in items:
+            if out.stdout:
+                out.tmp = stack.enter_context(temporary_directory()) / "stdout"
+            elif out.renamed:
+                remove_stale_temporaries(out.real.parent if str(out.real.parent) else ".")
+                out.tmp = _temporary_name(out.real)
+                remove(out.tmp)
+                register(out.tmp)
+        try:
+            try:
+                yield [out.tmp for out in items]
+            except _WriteFailed:  # an output written inside this block (a nested one) named itself
+                raise
+            except OSError as exc:  # a full disk while writing: the output(s) it concerns named
+                raise _write_error(items, exc) from None
+            _commit(items)
+        finally:
+            for out in items:
+                if out.renamed:
+                    unregister(out.tmp)
+                    remove(out.tmp)
+
+
+def _write_error(items: list, exc: OSError) -> OSError:
+    """The error of a failed write in an :func:`atomic_outputs` block, naming the output written to
+    (the temporary it names, or the only output; a failed write names no file, so several are all
+    named); an error naming another file is no output's, and is left as it is, as are a reader that
+    has gone (BrokenPipeError: the program exits as SIGPIPE would) and the errors of a device or FIFO
+    written directly (there is no previous file to keep)."""
+    if isinstance(exc, BrokenPipeError) or (len(items) == 1 and items[0].special):
+        return exc
+    if exc.filename is not None:
+        named = [out for out in items if os.fspath(exc.filename) == os.fspath(out.tmp)]
+        if not named:
+            return exc
+        return named[0].failed(exc)
+    if len(items) == 1:
+        return items[0].failed(exc)
+    names = ", ".join(f"{out.option} {describe(out.dst)}" for out in items)
+    return _WriteFailed(exc.errno, f"{names}: could not write the outputs ({exc.strerror or exc}); no output was "
+                        "changed; free space or choose a writable path")
+
+
+def _commit(items: list) -> None:
+    """Rename every written temporary of ``items`` over its target (:func:`atomic_outputs`), then
+    copy a standard-output one out."""
+    for out in items:
+        if out.special or out.tmp.exists():
+            continue
+        if out.renamed and not out.tmp.parent.is_dir():  # the machine, not the input: exit 1
+            raise out.failed(OSError(2, f"the directory {str(out.tmp.parent)!r} was removed or moved during the job"),
+                             "could not write the output")
+        raise InputError(f"{out.option} {describe(out.dst)}: nothing was written")
+    files = [out for out in items if out.renamed]
+    for out in files:
+        if not out.directory:  # an input read during the job is refused too
+            check_output(out.dst, out.inputs, out.option)
+            with contextlib.suppress(OSError):  # a replaced file keeps its permission bits
+                if out.real.exists():
+                    os.chmod(out.tmp, stat.S_IMODE(os.stat(out.real).st_mode))
+    done: list = []
+    with signals_deferred():
+        try:
+            for out in files:
+                if len(files) > 1 and out.real.exists() and not out.directory:
+                    out.backup = _keep(out)
+                os.replace(out.tmp, out.real)
+                done.append(out)
+        except _WriteFailed:
+            _put_back(done)
+            raise
+        except OSError as exc:
+            _put_back(done)
+            raise files[len(done)].failed(exc) from None
+        finally:
+            for out in files:
+                if out.backup is not None:
+                    unregister(out.backup)
+                    remove(out.backup)
+    for out in items:
+        if out.stdout:
+            copy_to_stdout(out.tmp, out.option)
+
+
+def _keep(out: _Output) -> Path:
+    """The target's present file, kept beside it until the other outputs are in place: a hard link
+    (no copy), or a copy where the file system has none."""
+    backup = _temporary_name(out.real, ".old")
+    remove(backup)
+    register(backup)
     try:
-        yield tmp
-        if not tmp.exists():
-            raise InputError(f"{option} {describe(dst)}: nothing was written")
-        if not directory:  # an input read during the job is refused too
-            check_output(dst, inputs, option)
-        with contextlib.suppress(OSError):  # a replaced file keeps its permission bits
-            if real.exists() and not directory:
-                os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))
-        os.replace(tmp, real)
-    except _WriteFailed:  # an output written inside this one's block (export-moses' second file) named itself
-        raise
-    except OSError as exc:  # the machine, not the input (exit 1): the message names the file
-        raise _WriteFailed(exc.errno, f"{option} {describe(dst)}: could not write the output ({exc.strerror or exc}); "
-                           "the previous file, if any, is unchanged; free space or choose a writable path") from None
-    finally:
-        _LIVE.discard(tmp)
-        _remove(tmp)
+        try:
+            os.link(out.real, backup)
+        except OSError:
+            shutil.copy2(out.real, backup)
+    except OSError as exc:
+        raise out.failed(exc, "could not keep the previous file while the outputs are put in place") from None
+    return backup
 
 
-# ---- signals ------------------------------------------------------------------------------------
+def _put_back(done: list) -> None:
+    """Undo the renames of ``done``: each target gets its kept file back, or is removed if it is new."""
+    for out in reversed(done):
+        with contextlib.suppress(OSError):
+            if out.backup is not None:
+                os.replace(out.backup, out.real)
+                out.backup = None
+            else:
+                remove(out.real)
 
-def _on_signal(signum: int, _frame: object) -> None:
-    for tmp in list(_LIVE):
-        _remove(tmp)
-    name = signal.Signals(signum).name
-    try:
-        sys.stderr.write(f"kbest-bleu: interrupted by {name}; no output written\n")
-        sys.stderr.flush()
-    except (OSError, ValueError, AttributeError):  # stderr closed with the terminal (SIGHUP)
-        pass
-    # os._exit: no exception is raised into whatever runs (a numba dispatcher turns a
-    # KeyboardInterrupt into a SystemError traceback), and worker threads are not waited for.
-    os._exit(128 + signum)
-
-
-def install_signal_handlers() -> dict:
-    """SIGINT, SIGTERM and SIGHUP (where it exists): remove this process's temporaries, print one
-    line and exit with 128 + the signal number. Returns the previous handlers
-    ``{signal: handler}`` to put back (``signal.signal``); outside the main thread, where Python
-    cannot set handlers, nothing is changed and ``{}`` is returned."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    previous = {}
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            number = getattr(signal, name)
-            previous[number] = signal.signal(number, _on_signal)
-    return previous

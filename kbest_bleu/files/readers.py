@@ -30,7 +30,7 @@ from ..errors import InputError
 from .formats import STREAMED, TOOL_FORMATS, detect, iter_batches
 from .inputs import register_input
 from .kbest_io import text_lines, write_batches
-from .output import temporary_directory
+from .temporaries import temporary_directory
 from .references import read_lines
 
 __all__ = ["COMPRESSED", "FORMATS", "input_format", "iter_kbest", "kbest_to_parquet", "local_copy", "read_kbest",
@@ -67,6 +67,26 @@ def input_format(path: "str | os.PathLike", fmt: Optional[str] = None) -> tuple[
         raise InputError(f"{path}: a compressed parquet file; parquet compresses its own columns, "
                          "decompress the file first")
     return fmt, compression
+
+
+def check_output_format(path: "str | os.PathLike", fmt: str, option: str, hint: str) -> None:
+    """Refuse an output named for another format than ``fmt``, the one it is written in: a
+    compression suffix (outputs are written uncompressed), or an extension that says another table
+    format (``-o x.csv`` for parquet). The toolkits' text formats share .txt/.json(l)/.nbest names
+    (content tells them apart), so these take any of them; ``-`` and devices have no format name.
+    ``hint``: how to get the format the name says."""
+    text = os.fspath(path)
+    p = Path(text)
+    if text == "-" or (p.exists() and not p.is_file()):
+        return
+    if p.suffix.lower() in COMPRESSED:
+        raise InputError(f"{option} {text!r}: a compressed file's name, but the output is written uncompressed "
+                         f"({fmt}); leave {p.suffix!r} out (and compress the file afterwards)")
+    said = _EXTENSIONS.get(p.suffix.lower())
+    tables = ("parquet", "csv", "tsv")
+    if said is None or said == fmt or (said not in tables and fmt not in tables):
+        return
+    raise InputError(f"{option} {text!r}: the name says {said}, but the output is {fmt}; {hint}")
 
 
 @contextlib.contextmanager

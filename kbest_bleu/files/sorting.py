@@ -17,7 +17,7 @@ from .. import arrow_compute as pc
 from ..arrays import to_numpy
 from ..errors import InputError
 from .inputs import register_input
-from .output import temporary_directory
+from .temporaries import temporary_directory
 from .readers import seekable
 from .references import META_SEGMENT
 

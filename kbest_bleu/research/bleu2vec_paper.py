@@ -20,7 +20,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InputError
+from ..files.inputs import clash, refuse
 from ..files.output import atomic_output
+from ..files.temporaries import created_directories
 from .data import require_data
 
 __all__ = ["english_corpus", "main", "segment_table", "system_table", "target_corpus"]
@@ -46,8 +48,11 @@ def target_corpus(data: Path, out: Path, lang: str) -> tuple[int, int]:
     references of the pairs into ``lang``; files without ``lp`` count as English) to ``out``.
     Returns (lines, words)."""
     seen: dict = {}
-    for name in _TEXT_FILES:
-        path = data / f"{name}.parquet"
+    read = [data / f"{name}.parquet" for name in _TEXT_FILES]
+    found = clash(out, read)
+    if found is not None:  # before reading: never one of the data files
+        refuse(out, "--corpus-out", found)
+    for path in read:
         if not path.exists():
             continue
         cols = [c for c in ("lp", "hypothesis", "references") if c in pq.read_schema(path).names]
@@ -58,9 +63,8 @@ def target_corpus(data: Path, out: Path, lang: str) -> tuple[int, int]:
             t = t.filter(pc.match_substring_regex(t["lp"], f"-{lang}$"))
         for text in (t["hypothesis"], pc.list_flatten(t["references"])):
             seen.update(dict.fromkeys(s.strip() for s in text.to_pylist() if s and s.strip()))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(out, (), "--corpus-out") as tmp:  # whole or not at all, never over an input
-        tmp.write_text("\n".join(seen) + "\n", encoding="utf-8")
+    with created_directories(out.parent, "--corpus-out"), atomic_output(out, read, "--corpus-out") as tmp:
+        tmp.write_text("\n".join(seen) + "\n", encoding="utf-8")  # whole or not at all, never over an input
     return len(seen), sum(len(s.split()) for s in seen)
 
 

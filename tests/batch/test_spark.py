@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import kbest_bleu as kb
-from kbest_bleu.files.output import TEMP_MARK
+from kbest_bleu.files.temporaries import TEMP_MARK
 from kbest_bleu.batch import Columns, score_table
 from kbest_bleu.errors import InputError
 

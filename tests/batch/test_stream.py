@@ -12,7 +12,7 @@ import pytest
 import sacrebleu
 
 import kbest_bleu as kb
-from kbest_bleu.files.output import TEMP_MARK
+from kbest_bleu.files.temporaries import TEMP_MARK
 from kbest_bleu.batch import Columns, ReferenceTable, score_batches, score_parquet, score_table
 from kbest_bleu.cli import main
 

@@ -199,3 +199,41 @@ def test_a_full_work_directory_is_named(files, capsys, monkeypatch, tmp_path):
     assert main(["score", "hyp.txt", "-r", "ref.txt", "-q", "-o", str(tmp_path / "o.parquet")]) == 1
     err = capsys.readouterr().err
     assert f"work files in {tempfile.gettempdir()} (TMPDIR" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("bad", [float("nan"), None, float("inf"), float("-inf")])
+def test_score_refuses_a_model_score_that_is_not_a_number(capsys, tmp_path, bad):
+    """The summary's 1-best is each segment's highest model score: a NaN, null or infinite score
+    would choose it by accident (NaN rows were passed over: 1-best BLEU 0 instead of 100, exit 0)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = {"segment_id": [0, 0, 1, 1], "hypothesis": ["a b c d", "x y", "e f g h", "z w"],
+             "references": [["a b c d"]] * 2 + [["e f g h"]] * 2}
+    pq.write_table(pa.table({**table, "model_score": [1.0, 0.0, 1.0, 0.0]}), tmp_path / "ok.parquet")
+    assert main(["score", str(tmp_path / "ok.parquet"), "--score-col", "model_score", "-q", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["one_best"]["score"] == 100.0
+    pq.write_table(pa.table({**table, "model_score": pa.array([1.0, 0.0, bad, 1.0], pa.float64())}),
+                   tmp_path / "bad.parquet")
+    assert main(["score", str(tmp_path / "bad.parquet"), "--score-col", "model_score", "-q", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "column 'model_score', row 2: the model score is" in err and "--score-col" in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["convert", "k.parquet", "c.nbest.gz"], ["output 'c.nbest.gz': a compressed file's name", "uncompressed (nbest)"]),
+    (["convert", "k.nbest", "c2.nbest"], ["output 'c2.nbest': the name says nbest, but the output is parquet", "--to"]),
+    (["convert", "k.nbest", "c.csv", "--to", "fairseq"], ["the name says csv, but the output is fairseq"]),
+    (["score", "hyp.txt", "-r", "ref.txt", "-q", "-o", "s.csv"], ["-o 's.csv': the name says csv, but the output is "
+                                                                 "parquet"]),
+    (["mbr", str(SAMPLE), "-t", "none", "-q", "--matrix", "m.tsv"], ["--matrix 'm.tsv': the name says tsv"]),
+])
+def test_an_output_named_for_another_format_is_refused(files, capsys, argv, words):
+    """An output is written in one format: a name that says another (or compression) is refused
+    before anything runs, not written under a name that no reader reads back."""
+    assert main(["convert", "k.nbest", "k.parquet", "-r", "ref.txt"]) == 0
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and all(w in err for w in words), err
+    assert not any(Path(p).exists() for p in ("c.nbest.gz", "c2.nbest", "c.csv", "s.csv", "m.tsv"))
+    assert main(["convert", "k.parquet", "c.txt"]) == 0 and main(["convert", "k.nbest", "c3.pq"]) == 0  # names it takes

@@ -172,7 +172,8 @@ def test_an_output_error_at_exit_fails_the_program():
             "class Full(io.RawIOBase):\n    def writable(self):\n        return True\n"
             "    def write(self, b):\n        raise OSError(errno.ENOSPC, 'No space left on device')\n"
             "sys.stdout = io.TextIOWrapper(io.BufferedWriter(Full()))\n"
-            "program.main = lambda: print('text left in the buffer') or 0\nprogram.command()")
+            "import kbest_bleu.cli\nkbest_bleu.cli.main = lambda: print('text left in the buffer') or 0\n"
+            "program.command()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 1
     assert "writing the output" in out.stderr and "No space left" in out.stderr

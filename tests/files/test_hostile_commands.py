@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from kbest_bleu.cli import main
 from kbest_bleu.files.nbest import read_nbest
-from kbest_bleu.files.output import TEMP_MARK
+from kbest_bleu.files.temporaries import TEMP_MARK
 
 EXAMPLES = 300 if os.environ.get("KBEST_BLEU_EXHAUSTIVE") else 40
 

@@ -27,8 +27,8 @@ import pytest
 
 from kbest_bleu.cli import main
 from kbest_bleu.errors import InputError
-from kbest_bleu.files import inputs, output
-from kbest_bleu.files.output import TEMP_MARK
+from kbest_bleu.files import inputs, output, temporaries
+from kbest_bleu.files.temporaries import TEMP_MARK
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "extensions"
 ROWS = [(0, "the cat sat on the mat", "the cat sat on a mat"), (0, "a cat sat on the mat", "the cat sat on a mat"),
@@ -353,11 +353,11 @@ def test_a_replaced_output_keeps_its_permissions(tmp_path):
 # ---- class 3: temporaries ---------------------------------------------------------------------
 
 def test_work_directories_are_removed_on_every_exit(private_tmp):
-    with output.temporary_directory() as d:
+    with temporaries.temporary_directory() as d:
         (d / "copy.parquet").write_bytes(b"x" * 100)
-        assert d in output.live_temporaries() and d.parent == private_tmp and TEMP_MARK in d.name
-    assert not d.exists() and d not in output.live_temporaries()
-    with pytest.raises(RuntimeError), output.temporary_directory() as d2:
+        assert d in temporaries.live_temporaries() and d.parent == private_tmp and TEMP_MARK in d.name
+    assert not d.exists() and d not in temporaries.live_temporaries()
+    with pytest.raises(RuntimeError), temporaries.temporary_directory() as d2:
         raise RuntimeError("the job failed")
     assert not d2.exists()
 
@@ -369,26 +369,26 @@ def _dead_pid() -> int:
 
 
 def test_stale_temporaries_are_removed_by_age_and_owner(private_tmp):
-    host = output._owner_tag().rsplit(".", 1)[1]
+    host = temporaries.owner_tag().rsplit(".", 1)[1]
     dead, alive = _dead_pid(), os.getppid()
     names = {"dead": f"kbest_bleu-{TEMP_MARK}{dead}.{host}-a", "alive": f"kbest_bleu-{TEMP_MARK}{alive}.{host}-b",
              "old_foreign": f"kbest_bleu-{TEMP_MARK}{alive}.0000beef-c",
              "young_foreign": f"kbest_bleu-{TEMP_MARK}{alive}.0000beef-d", "unrelated": "kbest_bleu-user-file"}
     for name in names.values():
         (private_tmp / name).mkdir()
-    old = time.time() - output.settings.STALE_TEMPORARY_S - 60
+    old = time.time() - temporaries.settings.STALE_TEMPORARY_S - 60
     os.utime(private_tmp / names["old_foreign"], (old, old))
     os.utime(private_tmp / names["alive"], (old, old))  # its process lives: kept whatever its age
-    with output.temporary_directory():
+    with temporaries.temporary_directory():
         left = {k for k, v in names.items() if (private_tmp / v).exists()}
     assert left == {"alive", "young_foreign", "unrelated"}
 
 
 _SLEEPER = """
 import sys, time
-from kbest_bleu.files import output
-output.install_signal_handlers()
-with output.temporary_directory() as d, output.atomic_output(sys.argv[1]) as tmp:
+from kbest_bleu.files import output, temporaries
+temporaries.install_signal_handlers()
+with temporaries.temporary_directory() as d, output.atomic_output(sys.argv[1]) as tmp:
     (d / "tokens.txt").write_text("x")
     tmp.write_text("partial")
     print(d, tmp, flush=True)

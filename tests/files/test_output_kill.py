@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kbest_bleu.files.output import TEMP_MARK
+from kbest_bleu.files.temporaries import TEMP_MARK
 
 OLD = b"previous output, must survive"
 KILLS = 12 if os.environ.get("KBEST_BLEU_EXHAUSTIVE") else 3

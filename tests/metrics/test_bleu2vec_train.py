@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kbest_bleu.errors import InputError
 from kbest_bleu.metrics.bleu2vec import cli
 from kbest_bleu.metrics.bleu2vec.models import joint_epoch, load_embeddings, ngram_tokens, read_corpus, train
 from kbest_bleu.metrics.bleu2vec.score import bleu2vec_scores
@@ -128,7 +129,6 @@ def test_cli_metaeval_without_data_exits_2(tmp_path, capsys):
 
 def test_train_refuses_an_existing_file_as_its_model_directory(tmp_path):
     """The library call, not only the command: an existing file is never replaced by a directory."""
-    from kbest_bleu.errors import InputError
     (tmp_path / "corpus.txt").write_text("the cat sat on the mat\n")
     (tmp_path / "model").write_text("keep me")
     with pytest.raises(InputError, match="is an existing file; expected a model directory"):
@@ -139,7 +139,6 @@ def test_train_refuses_an_existing_file_as_its_model_directory(tmp_path):
 @pytest.mark.parametrize("min_counts", ["999,999,999", "1,999,999"])  # refused at order 1, or after order 1 is written
 def test_a_failed_training_leaves_no_directory_and_no_new_model(tmp_path, min_counts):
     """`bleu2vec train -o a/b/c` on too little text failed (exit 2) but left a/b/c behind."""
-    from kbest_bleu.errors import InputError
     (tmp_path / "keep").mkdir()
     (tmp_path / "keep" / "other.bin").write_bytes(b"something of the user's")
     for out in (tmp_path / "a" / "b" / "c", tmp_path / "keep"):
@@ -148,3 +147,20 @@ def test_a_failed_training_leaves_no_directory_and_no_new_model(tmp_path, min_co
                   workers=1, progress=False)
     assert not (tmp_path / "a").exists()
     assert [p.name for p in (tmp_path / "keep").iterdir()] == ["other.bin"]
+
+
+def test_a_failed_training_keeps_the_models_that_were_there(tmp_path):
+    """Models are renamed into place together at the end: an order that fails leaves every model
+    file as it was (the first order's was replaced before, its old file lost)."""
+    out = tmp_path / "models"
+    train(CORPUS, out, orders=(1,), name="m", vector_size=8, epochs=1, min_counts="1", workers=1, progress=False)
+    old = (out / "m.1gram.w2v.bin").read_bytes()
+    with pytest.raises(InputError, match="order 2: no n-gram is seen"):
+        train(CORPUS, out, orders=(1, 2), name="m", vector_size=4, epochs=1, min_counts="1,1000000", workers=1,
+              progress=False)
+    assert (out / "m.1gram.w2v.bin").read_bytes() == old and sorted(p.name for p in out.iterdir()) == ["m.1gram.w2v.bin"]
+    new = tmp_path / "a" / "b"
+    with pytest.raises(InputError):
+        train(CORPUS, new, orders=(1, 2), name="m", vector_size=4, epochs=1, min_counts="1,1000000", workers=1,
+              progress=False)
+    assert not (tmp_path / "a").exists()  # the directories it made are gone with it

@@ -23,3 +23,17 @@ def test_target_corpus_takes_every_distinct_line_into_the_language(tmp_path):
         lines = out.read_text(encoding="utf-8").splitlines()
         assert set(lines) == want and len(lines) == n_lines == len(want)
         assert n_words == sum(len(s.split()) for s in want)
+
+
+def test_the_corpus_never_replaces_a_data_file(tmp_path):
+    import pytest
+
+    from kbest_bleu.errors import InputError
+    pq.write_table(pa.table({"hypothesis": ["An English list"], "references": [["Its reference"]]}),
+                   tmp_path / "multeval.parquet")
+    before = (tmp_path / "multeval.parquet").read_bytes()
+    with pytest.raises(InputError, match="--corpus-out .*destroy the input"):
+        english_corpus(tmp_path, tmp_path / "multeval.parquet")
+    assert (tmp_path / "multeval.parquet").read_bytes() == before
+    out = tmp_path / "new" / "dir" / "corpus.txt"  # directories made for the corpus
+    assert english_corpus(tmp_path, out)[0] == 2 and out.exists()

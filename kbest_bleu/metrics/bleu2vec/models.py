@@ -9,7 +9,6 @@ word2vec text format. gensim (the ``[bleu2vec]`` extra) is imported only to read
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import re
@@ -23,7 +22,8 @@ import pyarrow.compute as pc
 
 from ...arrays import string_buffers
 from ...errors import InputError, install_extra
-from ...files.output import atomic_output, temporary_directory
+from ...files.output import atomic_outputs
+from ...files.temporaries import created_directories, temporary_directory
 from ...files.inputs import reading, register_input
 
 __all__ = ["Embeddings", "from_arrays", "joint_epoch", "load_embeddings", "ngram_tokens", "read_corpus",
@@ -289,38 +289,26 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
         raise InputError(f"corpus {str(corpus)!r}: expected sentences, found no token")
     settings = dict(vector_size=vector_size, window=5, sg=1, negative=5, workers=workers, seed=seed)
     jobs = [(n, f"{name}.{n}gram.w2v.bin") for n in orders] + ([(0, f"{name}.joint.w2v.bin")] if joint else [])
-    paths: list = []
     bar = _progress(len(jobs) * epochs, progress)
-    # a failed run leaves no directory it made and no model file that was not there before
-    made = [d for d in (out, *out.parents) if not d.exists()][::-1]
-    new = [out / fname for _, fname in jobs if not (out / fname).exists()]
-    try:
-        with temporary_directory("kbest_bleu-bleu2vec-") as tmp:  # removed on every exit, signals included
-            text = Path(tmp) / "tokens.txt"
-            for n, fname in jobs:
-                if n:
-                    _write_lines(text, (ngram_tokens(s, n) for s in sentences))
-                    model = Word2Vec(min_count=mc[n], **settings)
-                    model.build_vocab(corpus_file=str(text))
-                    if not model.wv.index_to_key:
-                        raise InputError(f"order {n}: no n-gram is seen {mc[n]} times in the corpus; lower min_counts "
-                                         "or train on more text")
-                    model.train(corpus_file=str(text), total_examples=model.corpus_count,
-                                total_words=model.corpus_total_words, epochs=epochs, callbacks=[_EpochBar(bar)])
-                else:
-                    model = _train_joint(Word2Vec, sentences, orders, mc, epochs, settings, seed, bar, text)
-                path = out / fname
-                out.mkdir(parents=True, exist_ok=True)  # once a model is trained: a refused corpus makes nothing
-                with atomic_output(path, [corpus], "-o") as partial:  # whole models only, never the corpus
-                    model.wv.save_word2vec_format(str(partial), binary=True)
-                paths.append(path)
-    except BaseException:
-        for path in new:
-            path.unlink(missing_ok=True)
-        for d in reversed(made):
-            with contextlib.suppress(OSError):  # not empty: something else is there now
-                d.rmdir()
-        raise
+    paths = [out / fname for _, fname in jobs]
+    # every model is written beside its target and renamed into place with the others at the end:
+    # a failed or interrupted run leaves the models that were there, and no directory it made
+    with created_directories(out), atomic_outputs([(path, "-o") for path in paths], [corpus]) as partials, \
+            temporary_directory("kbest_bleu-bleu2vec-") as tmp:
+        text = Path(tmp) / "tokens.txt"
+        for (n, _), partial in zip(jobs, partials):
+            if n:
+                _write_lines(text, (ngram_tokens(s, n) for s in sentences))
+                model = Word2Vec(min_count=mc[n], **settings)
+                model.build_vocab(corpus_file=str(text))
+                if not model.wv.index_to_key:
+                    raise InputError(f"order {n}: no n-gram is seen {mc[n]} times in the corpus; lower min_counts "
+                                     "or train on more text")
+                model.train(corpus_file=str(text), total_examples=model.corpus_count,
+                            total_words=model.corpus_total_words, epochs=epochs, callbacks=[_EpochBar(bar)])
+            else:
+                model = _train_joint(Word2Vec, sentences, orders, mc, epochs, settings, seed, bar, text)
+            model.wv.save_word2vec_format(str(partial), binary=True)
     bar.close()
     return paths
 
