@@ -60,8 +60,24 @@ def _preset_scores(stats: BleuStats, cfg: BleuConfig, level: str):
                          f"{cfg.max_order}; recompute them with max_order >= {cfg.max_order}")
     # Moses scores a corpus without its sentence-level BLEU+1 smoothing (BleuScorer, multi-bleu.perl)
     preset = moses_corpus_bleu if level == "corpus" and cfg.compat == "moses" else PRESETS[cfg.compat]
-    return preset(stats.matches.astype(np.float64), stats.totals.astype(np.float64),
-                  stats.hyp_len.astype(np.float64), stats.ref_len.astype(np.float64), cfg, cfg.effective(level))
+    args = (stats.matches.astype(np.float64), stats.totals.astype(np.float64), stats.hyp_len.astype(np.float64),
+            stats.ref_len.astype(np.float64), cfg, cfg.effective(level))
+    if cfg.smoothing not in _UNBOUNDED:
+        return preset(*args)
+    # only smoothings 4-7 make precisions above 1 (K below ln c, alpha's prior, NLTK's averages), so
+    # only they can overflow, with extreme parameters or weights: a number no tool defines (NLTK's
+    # math.exp raises OverflowError), said in one line instead of numpy's warnings
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        bleu, p, bp = preset(*args)
+    if not np.isfinite(bleu).all():
+        row = int(np.flatnonzero(~np.isfinite(bleu))[0])
+        raise InputError(f"smoothing {cfg.smoothing_label()}: row {row} scores {bleu[row]} (its precisions "
+                         f"{p[row].tolist()} overflow with weights {cfg.weights or 'uniform'}); use parameters near "
+                         "the paper's (K = 5, alpha = 5) or weights summing to 1")
+    return bleu, p, bp
+
+
+_UNBOUNDED = (4, 5, 6, 7)  # the smoothings whose precisions can exceed 1 (_preset_scores)
 
 
 def score_rows(stats: BleuStats, cfg: BleuConfig, level: str) -> np.ndarray:

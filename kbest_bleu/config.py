@@ -46,10 +46,16 @@ def _bounded(name: str, value: Any, low: float, high: float, open_low: bool) -> 
     return x
 
 
-def allowed_smoothings(compat: str) -> list:
-    """The smoothings a preset (a validated ``BleuConfig.compat``) supports, in order: 0-7 for
-    sacrebleu and nltk, 0 and 3 for mteval, bleu+1 for moses."""
-    return sorted(_ALLOWED[compat], key=str)
+def allowed_smoothings(compat: str, max_order: int = 4) -> list:
+    """The smoothings a preset (a validated ``BleuConfig.compat``) supports at ``max_order``, in
+    order: 0-7 for sacrebleu and nltk (nltk's 6 from order 3 on), 0 and 3 for mteval, bleu+1 for moses."""
+    return sorted((s for s in _ALLOWED[compat] if not _nltk_method6_below_trigrams(compat, s, max_order)), key=str)
+
+
+def _nltk_method6_below_trigrams(compat: str, smoothing: Any, max_order: int) -> bool:
+    """NLTK's method6 interpolates from the trigram precision: below 3 orders it raises
+    IndexError whatever the input, so the preset has no such smoothing there."""
+    return compat == "nltk" and smoothing == 6 and max_order < 3
 
 
 # numpy's booleans, named so that this module needs no numpy (the parser imports it)
@@ -122,7 +128,7 @@ class BleuConfig:
                 or not 1 <= self.max_order <= MAX_SUPPORTED_ORDER):
             raise InputError(f"max_order: expected an integer from 1 to {MAX_SUPPORTED_ORDER}, found {self.max_order!r}")
         object.__setattr__(self, "max_order", int(self.max_order))
-        if self.compat == "nltk" and s == 6 and self.max_order < 3:  # NLTK raises IndexError whatever the input
+        if _nltk_method6_below_trigrams(self.compat, s, self.max_order):
             raise InputError(f"smoothing: NLTK's method6 interpolates from the trigram precision and fails below "
                              f"max_order 3; found max_order={self.max_order}; use max_order >= 3, another smoothing, "
                              "or compat='sacrebleu' (the paper's smoothing 6)")

@@ -117,6 +117,28 @@ def test_nltk_method6_below_trigrams_is_refused_as_nltk_fails(order):
         kb.sentence_bleu("a b", ["b a"], compat="nltk", smoothing=6, max_order=order)
 
 
+def test_all_smoothings_of_nltk_below_trigrams_leave_method6_out():
+    from kbest_bleu.metrics.bleu import score_columns
+    names = [name for name, _ in score_columns(kb.BleuConfig(compat="nltk", max_order=2), "all")]
+    assert names == ["bleu"] + [f"bleu_s{s}" for s in (0, 1, 2, 3, 4, 5, 7)]
+    assert "bleu_s6" in dict(score_columns(kb.BleuConfig(compat="nltk"), "all"))
+
+
+@pytest.mark.parametrize("hyp, ref, options", [("b b a a a a", "a", dict(smoothing=7, k=1e-300)),
+                                               ("b b a a a a", "a", dict(smoothing=4, k=1e-300)),
+                                               ("b b b", "b b b b c a", dict(compat="nltk", smoothing=7,
+                                                                             weights=(1e6, 1, 1, 1)))])
+def test_a_score_that_overflows_is_an_error_not_inf(hyp, ref, options, recwarn):
+    """Smoothings 4-7 can make precisions above 1 (K below ln c, NLTK's averages): with extreme
+    parameters or weights the score overflows, where NLTK's math.exp raises OverflowError. One
+    InputError naming the row, no numpy warning, never inf or NaN (the token-id path returned inf)."""
+    with pytest.raises(kb.InputError, match=r"row 0 scores (inf|nan)"):
+        kb.sentence_bleu(hyp, [ref], tokenize="none", **options)
+    assert not recwarn.list
+    # the paper's parameters on the same sentence: a number
+    assert np.isfinite(kb.sentence_bleu(hyp, [ref], tokenize="none", smoothing=options["smoothing"]))
+
+
 SMOOTHING6 = ("literal", "raw-prior", "from-bigram", "floor")
 
 

@@ -117,7 +117,8 @@ class _Chunk:
 
 
 def _prepare_chunk(whole: SegmentChunk, metrics: Sequence[Metric], columns: Columns,
-                   references: Optional[ReferenceTable], schema: pa.Schema, source: str, engine: str) -> _Chunk:
+                   references: Optional[ReferenceTable], schema: pa.Schema, source: str, engine: str,
+                   tallied: bool) -> _Chunk:
     """Check a table of whole segments (:func:`whole_segments`) and prepare each metric's counting
     (:meth:`Metric.counter`). No parallel kernel runs here (it may run beside the kernels)."""
     chunk, seg_ptr, labels, row0 = whole.table, whole.seg_ptr, whole.labels, whole.row0
@@ -138,7 +139,7 @@ def _prepare_chunk(whole: SegmentChunk, metrics: Sequence[Metric], columns: Colu
             raise InputError(f"segment {labels[no_refs[0]]!r} (row {row0 + int(seg_ptr[no_refs[0]])}) has no "
                              f"references; expected at least one per segment in a batch job (an empty {empty} is a "
                              "valid, empty reference)")
-        model_score = _model_scores(chunk, columns.score, row0)
+        model_score = _model_scores(chunk, columns.score, row0) if tallied else None
         countings = [_counting(m.counter(hyps, refs, seg_ptr, chunk, row0), source) for m in metrics]
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
@@ -264,7 +265,7 @@ def score_batches(batches: Iterable[pa.RecordBatch], config: Optional[BleuConfig
     ``bleu=False``: no BLEU at all (nothing counted), only the columns of ``metrics``.
     """
     every = job_metrics(config or BleuConfig(), smoothings, metrics, bleu, engine)
-    chunks = _prepared_chunks(batches, every, columns, references, stats, source, schema, engine)
+    chunks = _prepared_chunks(batches, every, columns, references, stats, source, schema, engine, tally is not None)
     overlap = ahead is not None and engine == "kernels"
     for chunk, counted in _counted(chunks if ahead is None else produced_ahead(chunks, ahead), overlap):
         yield _score_chunk(chunk, counted, every, stats, tally)
@@ -304,9 +305,10 @@ def _counted(chunks: Iterator[_Chunk], overlap: bool) -> Iterator[tuple[_Chunk, 
 
 def _prepared_chunks(batches: Iterable[pa.RecordBatch], metrics: Sequence[Metric], columns: Columns,
                      references: Optional[ReferenceTable], stats: bool, source: str,
-                     schema: Optional[pa.Schema], engine: str) -> Iterator[_Chunk]:
+                     schema: Optional[pa.Schema], engine: str, tallied: bool) -> Iterator[_Chunk]:
     """The batches regrouped into tables of whole segments (:func:`whole_segments`), each checked
-    and prepared (:func:`_prepare_chunk`); the arguments are :func:`score_batches`'s. The columns
+    and prepared (:func:`_prepare_chunk`); the arguments are :func:`score_batches`'s (``tallied``:
+    a summary is made, whose 1-best the model scores pick). The columns
     and the output schema are checked on the first batch, before any row is scored."""
     out_schema: list = []  # the output's schema, from the first batch's
 
@@ -322,7 +324,7 @@ def _prepared_chunks(batches: Iterable[pa.RecordBatch], metrics: Sequence[Metric
             yield batch
 
     for whole in whole_segments(checked(batches), columns.segment, source):
-        yield _prepare_chunk(whole, metrics, columns, references, out_schema[0], source, engine)
+        yield _prepare_chunk(whole, metrics, columns, references, out_schema[0], source, engine, tallied)
 
 
 @dataclass

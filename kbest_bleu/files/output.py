@@ -27,6 +27,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator, Optional, Sequence
 
@@ -205,8 +206,11 @@ def _temporary_name(real: Path, suffix: str = "") -> Path:
         limit = os.pathconf(real.parent if str(real.parent) else ".", "PC_NAME_MAX")
     except (OSError, ValueError):
         limit = 255
-    room = max(1, limit - 1 - len(tag.encode()))
-    name = real.name.encode()[:room].decode(errors="ignore")
+    name = real.name
+    if 1 + len(name.encode()) + len(tag.encode()) > limit:  # cut, and told apart by a hash of the whole name
+        mark = f"~{zlib.crc32(name.encode()):08x}"
+        room = max(1, limit - 1 - len(tag.encode()) - len(mark))
+        name = name.encode()[:room].decode(errors="ignore") + mark
     return real.with_name(f".{name}{tag}")
 
 
@@ -300,7 +304,7 @@ def _write_error(items: list, exc: OSError) -> OSError:
     named); an error naming another file is no output's, and is left as it is, as are a reader that
     has gone (BrokenPipeError: the program exits as SIGPIPE would) and the errors of a device or FIFO
     written directly (there is no previous file to keep)."""
-    if isinstance(exc, BrokenPipeError) or (len(items) == 1 and items[0].special):
+    if isinstance(exc, BrokenPipeError) or (len(items) == 1 and not items[0].renamed):
         return exc
     if exc.filename is not None:
         named = [out for out in items if os.fspath(exc.filename) == os.fspath(out.tmp)]
@@ -332,11 +336,14 @@ def _commit(items: list) -> None:
                 if out.real.exists():
                     os.chmod(out.tmp, stat.S_IMODE(os.stat(out.real).st_mode))
     done: list = []
-    with signals_deferred():
+    # a signal during the renames is acted on after them; standard output is copied after that
+    landed = "the output files were put in place" + (", standard output not written" if any(
+        out.stdout for out in items) else "")
+    with signals_deferred(landed):
         try:
             for out in files:
                 if len(files) > 1 and out.real.exists() and not out.directory:
-                    out.backup = _keep(out)
+                    _keep(out)
                 os.replace(out.tmp, out.real)
                 done.append(out)
         except _WriteFailed:
@@ -345,6 +352,9 @@ def _commit(items: list) -> None:
         except OSError as exc:
             _put_back(done)
             raise files[len(done)].failed(exc) from None
+        except BaseException:  # a KeyboardInterrupt in a Python caller's process: all or none still
+            _put_back(done)
+            raise
         finally:
             for out in files:
                 if out.backup is not None:
@@ -355,20 +365,19 @@ def _commit(items: list) -> None:
             copy_to_stdout(out.tmp, out.option)
 
 
-def _keep(out: _Output) -> Path:
-    """The target's present file, kept beside it until the other outputs are in place: a hard link
-    (no copy), or a copy where the file system has none."""
-    backup = _temporary_name(out.real, ".old")
-    remove(backup)
-    register(backup)
+def _keep(out: _Output) -> None:
+    """Keep the target's present file beside it (``out.backup``) until the other outputs are in
+    place: a hard link (no copy), or a copy where the file system has none."""
+    out.backup = _temporary_name(out.real, ".old")  # set first: removed whatever happens next
+    remove(out.backup)
+    register(out.backup)
     try:
         try:
-            os.link(out.real, backup)
+            os.link(out.real, out.backup)
         except OSError:
-            shutil.copy2(out.real, backup)
+            shutil.copy2(out.real, out.backup)
     except OSError as exc:
         raise out.failed(exc, "could not keep the previous file while the outputs are put in place") from None
-    return backup
 
 
 def _put_back(done: list) -> None:

@@ -46,22 +46,23 @@ def _host() -> str:
 
 
 def owner_tag() -> str:
+    """``.kbest-tmp-PID.HOST``: the part of a temporary's name that says whose it is."""
     return f"{TEMP_MARK}{os.getpid()}.{_host()}"
 
 
 def register(path: Path) -> None:
-    """Record a temporary this process is writing (removed on a signal, and by :func:`remove`'s caller)."""
+    """Record a temporary this process is writing: a signal removes it (:func:`install_signal_handlers`)."""
     _LIVE.add(path)
 
 
 def unregister(path: Path) -> None:
+    """Forget a temporary that was renamed into place or removed."""
     _LIVE.discard(path)
 
 
 def live_temporaries() -> frozenset:
     """The temporary paths this process is writing now (removed on a signal)."""
     return frozenset(_LIVE)
-
 
 
 # ---- temporaries --------------------------------------------------------------------------------
@@ -160,28 +161,30 @@ def created_directories(path: "str | os.PathLike", option: str = "-o") -> Iterat
 
 # ---- signals ------------------------------------------------------------------------------------
 
-_DEFERRED: list = []  # while outputs are renamed into place: [None, signals that came meanwhile...]
+_DEFERRING = [False]  # True while outputs are renamed into place (signals_deferred)
+_PENDING: list = []  # the signals that arrived meanwhile
 
 
 @contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
+def signals_deferred(landed: str = "the output files were put in place") -> Iterator[None]:
     """A signal arriving in the block is acted on when it ends (the renames of
-    :func:`kbest_bleu.files.output.atomic_outputs` all done, or all undone), never between two of them."""
-    _DEFERRED[:] = [None]
+    :func:`kbest_bleu.files.output.atomic_outputs` all done, or all undone), never between two of
+    them; its line then says ``landed`` when the block ended well."""
+    _PENDING.clear()
+    _DEFERRING[0] = True
     done = False
     try:
         yield
         done = True
     finally:
-        pending = _DEFERRED[1:]
-        _DEFERRED.clear()
-        if pending:
-            _exit_on_signal(pending[0], "the output files were put in place" if done else "no output written")
+        _DEFERRING[0] = False  # first: a signal from here on is acted on at once, none is lost
+        if _PENDING:
+            _exit_on_signal(_PENDING[0], landed if done else "no output written")
 
 
 def _on_signal(signum: int, _frame: object) -> None:
-    if _DEFERRED:
-        _DEFERRED.append(signum)
+    if _DEFERRING[0]:
+        _PENDING.append(signum)
         return
     _exit_on_signal(signum, "no output written")
 

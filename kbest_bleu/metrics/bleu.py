@@ -33,7 +33,7 @@ def score_columns(config: BleuConfig, smoothings: Sequence = ()) -> list[tuple[s
     ``smoothings`` may be one comma-separated string. The statistics are counted once for all."""
     wanted = []
     for s in _smoothing_names(smoothings):
-        wanted += allowed_smoothings(config.compat) if s == "all" else [s]
+        wanted += allowed_smoothings(config.compat, config.max_order) if s == "all" else [s]
     out = [("bleu", config)]
     for s in wanted:
         try:

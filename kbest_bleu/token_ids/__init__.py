@@ -118,7 +118,7 @@ def _out_dtype(dtype: Any) -> np.dtype:
         d = np.dtype(dtype)
     except TypeError:
         d = None
-    if d not in _OUT_DTYPES:
+    if d is None or d not in _OUT_DTYPES:  # (numpy's float64 dtype compares equal to None)
         raise InputError(f"dtype: expected numpy.float64 or numpy.float32 for the scores, found {dtype!r}")
     return d
 

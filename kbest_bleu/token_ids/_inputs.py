@@ -178,12 +178,24 @@ def _first_bad(rows: Sequence, first_row: int = 0) -> str:
     return "check the rows' types"
 
 
+def _arrow_array(x: Any, what: str) -> Any:
+    """``x`` as one Arrow array: an array, or a chunked array's chunks combined; another Arrow
+    object (a table, a record batch, a scalar) is an :class:`InputError`."""
+    import pyarrow as pa
+
+    if isinstance(x, pa.ChunkedArray):
+        return x.combine_chunks() if x.num_chunks != 1 else x.chunk(0)
+    if not isinstance(x, pa.Array):
+        raise InputError(f"{what}: expected an Arrow list<int> array or chunked array (a table's column, "
+                         f"e.g. table['ids']), found a pyarrow {type(x).__name__}")
+    return x
+
+
 def _arrow_rows(x: Any, pad: Optional[int], what: str) -> tuple[np.ndarray, np.ndarray]:
     """CSR of an Arrow list<integer> array (possibly sliced or chunked)."""
     import pyarrow as pa
 
-    if isinstance(x, pa.ChunkedArray):
-        x = x.combine_chunks() if x.num_chunks != 1 else x.chunk(0)
+    x = _arrow_array(x, what)
     t = x.type
     if not (pa.types.is_list(t) or pa.types.is_large_list(t)) or not pa.types.is_integer(t.value_type):
         raise InputError(f"{what}: expected an Arrow list of integer token ids (list<int32> or list<int64>), "
@@ -246,7 +258,7 @@ def reference_rows(refs: Any, pad_id: Any) -> tuple[np.ndarray, np.ndarray, np.n
     if _is_arrow(refs):
         import pyarrow as pa
 
-        a = refs.combine_chunks() if isinstance(refs, pa.ChunkedArray) else refs
+        a = _arrow_array(refs, what)
         t = a.type
         if (pa.types.is_list(t) or pa.types.is_large_list(t)) and (
                 pa.types.is_list(t.value_type) or pa.types.is_large_list(t.value_type)):

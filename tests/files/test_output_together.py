@@ -105,6 +105,56 @@ def test_an_output_name_at_the_length_limit_is_written(tmp_path):
     assert target.read_text() == "whole" and _leftovers(tmp_path) == []
 
 
+def test_long_names_that_differ_only_at_the_end_get_their_own_temporaries(tmp_path):
+    """Cut to fit, two names alike in their first 230 bytes still get two temporaries (a hash of
+    the whole name): one shared temporary lost a previous file in the rollback."""
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    stem = "n" * (limit - len(".1gram.w2v.bin"))
+    a, b = tmp_path / f"{stem}.1gram.w2v.bin", tmp_path / f"{stem}.2gram.w2v.bin"
+    a.write_text("OLD-1")
+    b.write_text("OLD-2")
+    with output.atomic_outputs([(a, "-o"), (b, "-o")]) as (ta, tb):
+        assert ta != tb
+        ta.write_text("NEW-1")
+        tb.write_text("NEW-2")
+    assert (a.read_text(), b.read_text()) == ("NEW-1", "NEW-2") and _leftovers(tmp_path) == []
+
+
+def test_the_rollback_holds_for_any_exception_and_leaves_no_backup(tmp_path, monkeypatch):
+    """A KeyboardInterrupt in a Python caller's renames (no handlers installed) still puts the
+    first output back; a backup whose copy fails (no hard links, a full disk) is not left behind."""
+    a, b = _old(tmp_path)
+    real_replace = os.replace
+
+    def interrupted(src, dst):
+        if Path(dst) == b:
+            raise KeyboardInterrupt
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(output.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with output.atomic_outputs([(a, "--scores"), (b, "--features")]) as (ta, tb):
+            ta.write_text("NEW-A")
+            tb.write_text("NEW-B")
+    assert (a.read_text(), b.read_text()) == ("OLD-A", "OLD-B") and _leftovers(a.parent, b.parent) == []
+    monkeypatch.setattr(output.os, "replace", real_replace)
+
+    def no_link(src, dst):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    def half_copy(src, dst):
+        Path(dst).write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(output.os, "link", no_link)
+    monkeypatch.setattr(output.shutil, "copy2", half_copy)
+    with pytest.raises(OSError, match="--scores .*could not keep the previous file"):
+        with output.atomic_outputs([(a, "--scores"), (b, "--features")]) as (ta, tb):
+            ta.write_text("NEW-A")
+            tb.write_text("NEW-B")
+    assert (a.read_text(), b.read_text()) == ("OLD-A", "OLD-B") and _leftovers(a.parent, b.parent) == []
+
+
 _SIGNAL_MID_RENAME = """
 import os, signal, sys
 from pathlib import Path

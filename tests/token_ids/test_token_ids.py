@@ -504,6 +504,10 @@ def test_pairwise_and_self_bleu_equal_token_bleu():
     lambda: token_bleu([[1]], {"a": 1}),
     lambda: TokenBleuScorer([[1]])([[1]], index=[3]),
     lambda: pairwise_token_bleu([[1]], groups=None),
+    lambda: token_bleu([[1]], [[1]], dtype="nope"),  # (numpy's float64 dtype equals None: it was taken)
+    lambda: token_bleu(pa.table({"a": [[1]]}), [[1]]),  # an Arrow table, not its column
+    lambda: token_bleu([[1]], pa.scalar([1, 2])),
+    lambda: token_bleu([[1, 1, 0, 0, 0, 0]], [[0]], smoothing=7, k=1e-300),  # overflows: no inf score
 ])
 def test_bad_input_raises_input_error(call):
     with pytest.raises(InputError) as exc:
