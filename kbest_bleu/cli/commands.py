@@ -38,10 +38,11 @@ log = logging.getLogger("kbest_bleu")
 
 def _stdin_systems(lines: list) -> list:
     """Hypotheses piped on stdin as sacrebleu reads them: a bare CR ends a line too (Python's
-    universal newlines), and tab-separated fields are systems, as many as the first line has, each
-    with its trailing whitespace removed. (sacrebleu strips the whole line first, so an empty last
-    system's tab goes with it and the line is refused; here it is an empty hypothesis.)"""
-    fields = [part.split("\t") for ln in lines for part in ln.split("\r")]
+    universal newlines); each line's trailing whitespace is removed, then its tab-separated fields
+    are systems, as many as the first line has, each with its trailing whitespace removed. (So a
+    trailing tab goes with the line's whitespace, and an empty last system makes the line one field
+    short, refused as sacrebleu refuses it.)"""
+    fields = [part.rstrip().split("\t") for ln in lines for part in ln.split("\r")]
     n_sys = len(fields[0]) if fields else 1
     bad = next((i for i, f in enumerate(fields) if len(f) != n_sys), None)
     if bad is not None:
@@ -108,20 +109,22 @@ def _cmd_convert(a: argparse.Namespace) -> int:
     from ..files.readers import check_output_format, input_format
     src, dst = Path(a.input), Path(a.output)
     check_output(dst, [src, *(a.refs or ())], "output")  # before reading: convert X X must not destroy X
-    if a.to or a.format or a.nbest_size or a.score_field or src.suffix != ".parquet":
+    fmt = "parquet" if src.suffix == ".parquet" and not a.format else None
+    if fmt is None:
         try:
             fmt = input_format(src, a.format)[0]
         except InputError:
             if a.format or a.nbest_size:
                 raise
             fmt = "nbest"  # as before: a file that is not parquet is read as n-best text
-        to = a.to or ("nbest" if fmt == "parquet" else "parquet")
-        check_output_format(dst, to, "output", "name it for that format, or choose the format with --to FORMAT")
-        if not ({fmt, to} <= {"parquet", "nbest"} and a.score_field is None and not a.nbest_size):
-            return _convert_formats(a, src, dst, fmt, to)
-    else:  # a parquet table, written back as n-best text
-        check_output_format(dst, "nbest", "output", "name it for that format, or choose the format with --to FORMAT")
-    if src.suffix == ".parquet":
+    to = a.to or ("nbest" if fmt == "parquet" else "parquet")
+    if to == fmt:
+        raise InputError(f"convert: {str(src)!r} is {fmt} already; --to names another format (convert writes "
+                         f"{'n-best text' if fmt == 'parquet' else 'parquet'} from it by default)")
+    check_output_format(dst, to, "output", "name it for that format, or choose the format with --to FORMAT")
+    if not ({fmt, to} <= {"parquet", "nbest"} and a.score_field is None and not a.nbest_size):
+        return _convert_formats(a, src, dst, fmt, to)
+    if fmt == "parquet":
         write_nbest(read_parquet_table(src, "convert IN"), dst, [src], "output")
     else:
         # streamed into a work file (memory: one batch), then copied through the output guard

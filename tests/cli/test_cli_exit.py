@@ -237,3 +237,15 @@ def test_an_output_named_for_another_format_is_refused(files, capsys, argv, word
     assert err.count("\n") == 1 and all(w in err for w in words), err
     assert not any(Path(p).exists() for p in ("c.nbest.gz", "c2.nbest", "c.csv", "s.csv", "m.tsv"))
     assert main(["convert", "k.parquet", "c.txt"]) == 0 and main(["convert", "k.nbest", "c3.pq"]) == 0  # names it takes
+
+
+def test_convert_dispatches_on_the_format_read_not_the_suffix(files, capsys):
+    """A .pq table is parquet (it was read as n-best text); parquet to parquet converts nothing (it
+    wrote n-best text into the .parquet name)."""
+    assert main(["convert", "k.nbest", "k.parquet", "-r", "ref.txt"]) == 0
+    Path("k.pq").write_bytes(Path("k.parquet").read_bytes())
+    assert main(["convert", "k.parquet", "a.nbest"]) == 0 and main(["convert", "k.pq", "b.nbest"]) == 0
+    assert Path("a.nbest").read_text() == Path("b.nbest").read_text() != ""
+    capsys.readouterr()
+    assert main(["convert", "k.parquet", "c.parquet", "--to", "parquet"]) == 2
+    assert "'k.parquet' is parquet already" in capsys.readouterr().err and not Path("c.parquet").exists()

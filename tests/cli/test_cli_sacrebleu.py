@@ -69,6 +69,16 @@ def test_corpus_stdin_and_score_only_equal_sacrebleu(files):
     assert _run(OURS + ["ref0.txt", "ref1.txt", "-i", "-", "-b", "-w", "3"], files, stdin) == want
 
 
+def test_stdin_lines_lose_their_trailing_whitespace_before_the_tabs_split(files):
+    """sacrebleu rstrips each stdin line, then splits it on tabs: a trailing tab is whitespace, not
+    an empty second system (which scored 'System 2' at 0.0, or refused the input)."""
+    lines = (files / "hyp.txt").read_text(encoding="utf-8").splitlines()
+    for stdin in ("".join(f"{h}\t\n" for h in lines), "".join(f"{h}\t \x0c\n" for h in lines),
+                  f"{lines[0]}\t\n" + "".join(f"{h}\n" for h in lines[1:])):
+        want = _run(SACREBLEU + ["ref0.txt", "-b", "-w", "4"], files, stdin)
+        assert _run(OURS + ["ref0.txt", "-b", "-w", "4"], files, stdin) == want
+
+
 def _fields(line):
     """(score, verbose, signature fields) of a text line 'BLEU|sig = score verbose'."""
     sig, rest = line.split(" = ", 1)
@@ -162,7 +172,7 @@ def test_sacrebleus_short_options_for_smoothing_values_and_sentence_level(files,
 def test_dash_input_reads_stdin_as_without_input(files):
     """`-i -` is stdin ('-' or absent, cli.md), read the same way: tab-separated columns are systems
     (sacrebleu 2.6.0 itself opens a file named '-')."""
-    piped = "".join(f"{h}\t{h}\n" for h in HYPS)
+    piped = "".join(f"{h}\t{h or 'x'}\n" for h in HYPS)  # (an empty last field is trailing whitespace)
     args = ["ref0.txt", "-b"]
     dash = json.loads(_run(OURS + args + ["-i", "-"], files, stdin=piped))
     assert dash == json.loads(_run(OURS + args, files, stdin=piped)) and len(dash) == 2
