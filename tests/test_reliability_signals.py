@@ -35,10 +35,13 @@ def large(tmp_path_factory) -> Path:
     return path
 
 
-def _interrupt(large: Path, out: Path, sig: int) -> subprocess.CompletedProcess:
+def _interrupt(large: Path, out: Path, sig: int, ignored: bool = False) -> subprocess.CompletedProcess:
+    """Send ``sig`` to a scoring job in the middle of its work (``ignored``: to a job started with
+    ``sig`` ignored, as ``nohup`` starts one with SIGHUP ignored)."""
     proc = subprocess.Popen([sys.executable, "-m", "kbest_bleu", "score", str(large), "-o", str(out), "-q",
                              "--seg-col", "segment_id", "--batch-size", "20000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=(lambda: signal.signal(sig, signal.SIG_IGN)) if ignored else None)
     deadline = time.monotonic() + 120
     while not list(out.parent.glob(f".{out.name}{TEMP_MARK}*")):  # the job is writing its temporary
         assert proc.poll() is None, proc.communicate()
@@ -61,3 +64,12 @@ def test_signal_removes_temporary_and_exits_128_plus_signal(large, tmp_path, sig
     assert done.stderr.strip() == f"kbest-bleu: interrupted by {signal.Signals(sig).name}; no output written"
     assert out.read_bytes() == OLD
     assert [p.name for p in tmp_path.iterdir()] == ["out.parquet"]
+
+
+def test_a_signal_the_job_was_started_to_ignore_stays_ignored(large, tmp_path):
+    """``nohup kbest-bleu ...`` starts the job with SIGHUP ignored: closing the terminal must not end
+    it (the handlers replaced the ignored disposition: exit 129, no output)."""
+    out = tmp_path / "out.parquet"
+    done = _interrupt(large, out, signal.SIGHUP, ignored=True)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert pq.read_metadata(out).num_rows == ROWS

@@ -207,16 +207,18 @@ def _exit_on_signal(signum: int, outcome: str) -> None:
 
 
 def install_signal_handlers() -> dict:
-    """SIGINT, SIGTERM and SIGHUP (where it exists): remove this process's temporaries, print one
-    line and exit with 128 + the signal number. Returns the previous handlers
-    ``{signal: handler}`` to put back (``signal.signal``); outside the main thread, where Python
+    """SIGINT, SIGTERM and SIGHUP (where it exists, and unless the process ignores it, as under
+    ``nohup``): remove this process's temporaries, print one line and exit with 128 + the signal
+    number. Returns the previous handlers ``{signal: handler}`` to put back (``signal.signal``); outside the main thread, where Python
     cannot set handlers, nothing is changed and ``{}`` is returned."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     previous = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            number = getattr(signal, name)
+        number = getattr(signal, name, None)
+        # a signal the process was started to ignore stays ignored: `nohup kbest-bleu ...` must
+        # outlive its terminal (SIGHUP), `... &` in a non-interactive shell its Ctrl-C (SIGINT)
+        if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
             previous[number] = signal.signal(number, _on_signal)
     return previous
 
