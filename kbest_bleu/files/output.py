@@ -302,8 +302,8 @@ def _write_error(items: list, exc: OSError) -> OSError:
     """The error of a failed write in an :func:`atomic_outputs` block, naming the output written to
     (the temporary it names, or the only output; a failed write names no file, so several are all
     named); an error naming another file is no output's, and is left as it is, as are a reader that
-    has gone (BrokenPipeError: the program exits as SIGPIPE would) and the errors of a device or FIFO
-    written directly (there is no previous file to keep)."""
+    has gone (BrokenPipeError: the program exits as SIGPIPE would) and the errors of a lone device,
+    FIFO or standard output (no previous file to keep; the program names stdout's work files)."""
     if isinstance(exc, BrokenPipeError) or (len(items) == 1 and not items[0].renamed):
         return exc
     if exc.filename is not None:
