@@ -113,13 +113,13 @@ def test_nbest_non_finite_numbers_and_huge_ids_are_refused(tmp_path, capsys, lin
         assert not (tmp_path / "o.parquet").exists()
 
 
-@pytest.mark.parametrize("hyp, word", [("a\nb", "line break"), ("a ||| b", "'|||'"), (None, "null hypothesis")])
+@pytest.mark.parametrize("hyp, word", [("a\nb", "holds '\\n'"), ("a ||| b", "holds '|||'"), (None, "is null")])
 def test_convert_refuses_text_that_nbest_cannot_hold(tmp_path, capsys, hyp, word):
     src = tmp_path / "t.parquet"
     pq.write_table(pa.table({"segment_id": [0, 0], "hypothesis": pa.array(["ok", hyp], pa.string()),
                              "features": ["lm= -1", "lm= -2"], "model_score": [-1.0, -2.0]}), src)
     rc, _, err = _run(capsys, "convert", src, tmp_path / "o.nbest")
-    assert rc == 2 and _one_line(err) and word in err and "row 1" in err, err
+    assert rc == 2 and _one_line(err) and word in err and "segment 0, hypothesis 1: column 'hypothesis'" in err, err
     assert not (tmp_path / "o.nbest").exists()
 
 

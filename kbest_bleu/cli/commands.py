@@ -102,8 +102,7 @@ def _cmd_corpus(a: argparse.Namespace) -> int:
 def _cmd_convert(a: argparse.Namespace) -> int:
     import shutil
 
-    from ..batch.parquet import read_parquet_table
-    from ..files.nbest import nbest_to_parquet, write_nbest
+    from ..files.nbest import nbest_to_parquet
     from ..files.output import atomic_output, check_output
     from ..files.temporaries import temporary_directory
     from ..files.readers import check_output_format, input_format
@@ -122,18 +121,17 @@ def _cmd_convert(a: argparse.Namespace) -> int:
         raise InputError(f"convert: {str(src)!r} is {fmt} already; --to names another format (convert writes "
                          f"{'n-best text' if fmt == 'parquet' else 'parquet'} from it by default)")
     check_output_format(dst, to, "output", "name it for that format, or choose the format with --to FORMAT")
-    if not ({fmt, to} <= {"parquet", "nbest"} and a.score_field is None and not a.nbest_size):
+    if not (fmt == "nbest" and to == "parquet" and a.score_field is None and not a.nbest_size):
+        # (a table written back: the score field is BLEU where the table has it, as score --to writes it)
         return _convert_formats(a, src, dst, fmt, to)
-    if fmt == "parquet":
-        write_nbest(read_parquet_table(src, "convert IN"), dst, [src], "output")
-    else:
-        # streamed into a work file (memory: one batch), then copied through the output guard
-        with temporary_directory() as tmp:
-            work = Path(tmp) / "table.parquet"
-            compression = input_format(src, "nbest")[1]  # .gz/.bz2/.zst, as score reads them
-            nbest_to_parquet(src, work, compression, reference_paths=a.refs or (), option="convert IN", codec="zstd")
-            with atomic_output(dst, [src, *(a.refs or ())], "output") as out:
-                shutil.copyfile(work, out)
+    # n-best text into parquet, with its references (-r): streamed into a work file (memory: one batch),
+    # then copied through the output guard
+    with temporary_directory() as tmp:
+        work = Path(tmp) / "table.parquet"
+        compression = input_format(src, "nbest")[1]  # .gz/.bz2/.zst, as score reads them
+        nbest_to_parquet(src, work, compression, reference_paths=a.refs or (), option="convert IN", codec="zstd")
+        with atomic_output(dst, [src, *(a.refs or ())], "output") as out:
+            shutil.copyfile(work, out)
     print(f"wrote {dst}", file=sys.stderr)
     return 0
 

@@ -67,11 +67,16 @@ def read_fairseq(path: "str | os.PathLike", compression: Optional[str] = None, *
         v["extra_lines"].append("\n".join(hyp["extra"]) if hyp["extra"] else None)
         rows.add_text(len(hyp["text"]))
 
+    n_lines = 0
     for number, line in enumerate(text_lines(path, compression, option, "fairseq-generate output", strip_bom=True), 1):
+        n_lines = number
         match = _LINE.match(line)
         if match is None:
             continue
         kind, sid, rest = match[1], int(match[2]), line[match.end():]
+        if sid >= 1 << 63:
+            raise InputError(f"{path}: line {number}: sample id {match[2][:30]} does not fit a 64-bit integer; "
+                             "expected fairseq's sentence numbers")
         if sid != current:
             if pending is not None:
                 emit(pending)
@@ -125,7 +130,10 @@ def read_fairseq(path: "str | os.PathLike", compression: Optional[str] = None, *
                 target = rest
     if pending is not None:
         emit(pending)
-    if rows is None:  # no hypothesis at all
+    if rows is None and n_lines:  # lines, but no H- line: another format (a wrong --format), or a log alone
+        raise InputError(f"{path}: no H- (hypothesis) line in its {n_lines} line(s); expected fairseq-generate "
+                         "output (S-/T-/H-/D- lines); is --format right?")
+    if rows is None:  # an empty file: no hypothesis at all
         rows = RowBatches([("segment_id", INT), ("rank", INT), ("hypothesis", STRING), ("hypothesis_tok", STRING),
                            ("model_score", FLOAT), ("model_score_text", STRING), ("detokenized", BOOL),
                            ("prelude", STRING), ("extra_lines", STRING)], META)

@@ -29,7 +29,7 @@ from typing import Iterator, Optional, Sequence, TextIO
 import pyarrow as pa
 
 from ..errors import InputError
-from .kbest_io import FLOAT, INT, STRING, STRINGS, RowBatches, segments, text_lines
+from .kbest_io import FLOAT, INT, STRING, STRINGS, RowBatches, numbered, segments, text_lines
 
 __all__ = ["read_nested", "read_sockeye", "write_nested", "write_sockeye"]
 
@@ -192,7 +192,8 @@ def write_sockeye(path, out: TextIO, added: list, raw: bool, key: Sequence[str] 
     beside ``translation`` for 1-best lines); a table from elsewhere as ``sentence_id``,
     ``translation``/``score`` (the first row) and ``translations``/``scores``."""
     n = 0
-    for segment, rows in segments(path, ("hypothesis", "model_score", "model_score_text", "record", *added), key):
+    for segment, rows in numbered(segments(path, ("hypothesis", "model_score", "model_score_text", "record", "source",
+                                                  "references", *added), key), path, "sockeye"):
         k = len(rows["hypothesis"])
         if raw and rows.get("model_score_text"):
             scores = [json.loads(s) for s in rows["model_score_text"]]
@@ -204,6 +205,11 @@ def write_sockeye(path, out: TextIO, added: list, raw: bool, key: Sequence[str] 
         else:
             nbest = k > 1
             obj = {"sentence_id": segment, "translation": rows["hypothesis"][0], "score": scores[0]}
+            # the source and references as pass-through keys of the input (--json-input's "text"), as read back
+            if rows.get("source") and rows["source"][0] is not None:
+                obj["text"] = rows["source"][0]
+            if rows.get("references") and rows["references"][0] is not None:
+                obj["refs"] = rows["references"][0]
         if nbest:
             obj.update({"translations": rows["hypothesis"], "scores": scores})
             obj.update({c: rows[c] for c in added})
@@ -220,8 +226,8 @@ def write_nested(path, out: TextIO, added: list, raw: bool, key: Sequence[str] =
     (``added``: ``bleu``...) in each hypothesis object; a table from elsewhere as ``id`` (the segment),
     ``src``, ``refs`` and ``hyps`` with ``text`` and ``score`` (the model score)."""
     n = 0
-    for segment, rows in segments(path, ("hypothesis", "model_score", "source", "references", "id", "record",
-                                         "hyp_fields", *added), key):
+    for segment, rows in numbered(segments(path, ("hypothesis", "model_score", "source", "references", "id", "record",
+                                                  "hyp_fields", *added), key), path, "nested"):
         mine = raw and rows.get("record") and rows["record"][0] is not None
         if mine:
             obj = json.loads(rows["record"][0])

@@ -228,6 +228,20 @@ def segments(path: "str | os.PathLike", columns: Sequence[str], key: Sequence[st
         yield (current if key == ["segment_id"] else len(seen) - 1), rows
 
 
+def numbered(lists: Iterable[tuple], path: "str | os.PathLike", fmt: str) -> Iterator[tuple]:
+    """``lists`` (:func:`segments`) for a format that numbers its lists by their place (OpenNMT's K
+    lines per source, Sockeye's and nested JSON's one line per source: list i is read back as
+    segment i, paired with line i of ``-r``): the segment ids must be 0, 1, 2, ... in table order,
+    else the file written would read back with other references."""
+    for i, (segment, rows) in enumerate(lists):
+        if segment != i:
+            raise InputError(f"{path}: list {i} has segment id {segment!r}; {fmt} numbers its lists by their line "
+                             f"(list i is read back as segment i, paired with line i of -r), so the lists must come "
+                             "in segment-id order 0, 1, 2, ...: sort the table by segment id first (score --sort), "
+                             "or write marian, fairseq or nbest, which keep the ids")
+        yield segment, rows
+
+
 def write_batches(batches: Iterable[pa.RecordBatch], dst: "str | os.PathLike", codec: str = "lz4") -> int:
     """Write record batches (all of one schema, at least one) to the parquet file ``dst`` as they
     come (memory: one batch), compressed with ``codec``; returns the number of rows. ``dst`` is a

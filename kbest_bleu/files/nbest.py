@@ -22,11 +22,9 @@ from .. import arrow_compute as pc
 from ..arrays import from_numpy, to_numpy
 from ..errors import InputError
 from .kbest_io import FLOAT, FLOATS, INT, STRING, RowBatches, text_lines, write_batches
-from .output import atomic_output
 from .references import ReferenceTable
 
-__all__ = ["COLUMNS", "NbestBatches", "dense_features", "nbest_to_parquet", "parse_features", "read_nbest",
-           "write_nbest"]
+__all__ = ["COLUMNS", "NbestBatches", "dense_features", "nbest_to_parquet", "parse_features", "read_nbest"]
 
 META_SEPARATOR = b"kbest_bleu.nbest_separator"
 META_FEATURES = b"kbest_bleu.feature_names"
@@ -226,40 +224,3 @@ def nbest_to_parquet(path: "str | os.PathLike", dst: "str | os.PathLike", compre
         finally:
             padded.unlink(missing_ok=True)
     return rows
-
-
-def write_nbest(table: pa.Table, path: "str | os.PathLike", inputs: Sequence["str | os.PathLike"] = (),
-                option: str = "output") -> None:
-    """Write a table from :func:`read_nbest` (or with the same columns) back as n-best text,
-    atomically (:func:`~kbest_bleu.batch.output.atomic_output`; ``inputs`` are refused as the
-    output, ``option`` names the argument in messages)."""
-    meta = table.schema.metadata or {}
-    sep = meta.get(META_SEPARATOR, b" ||| ").decode()
-    for name in ("segment_id", "hypothesis", "features"):
-        if table.schema.get_field_index(name) < 0:
-            raise InputError(f"{path}: column {name!r} is needed to write n-best text; columns are {table.schema.names}")
-    score = (table["model_score_text"] if "model_score_text" in table.schema.names else table["model_score"]).to_pylist()
-    extra = table["extra_fields"].to_pylist() if "extra_fields" in table.schema.names else [None] * table.num_rows
-    out = []
-    for row, (s, h, f, sc, ex) in enumerate(zip(table["segment_id"].to_pylist(), table["hypothesis"].to_pylist(),
-                                                table["features"].to_pylist(), score, extra)):
-        fields = [s, h, f, sc]
-        if any(v is None for v in fields):
-            name = ("segment_id", "hypothesis", "features", "model_score")[fields.index(None)]
-            raise InputError(f"{path}: row {row} has a null {name}; n-best text has no null; fill or drop the row")
-        # a line break or the separator inside a field would make the text parse back differently
-        bad = [str(v) for v in (h, f, sc, ex or "") if "\n" in str(v) or "\r" in str(v)]
-        bad += [str(v) for v in (h, f, sc) if "|||" in str(v)]
-        if bad:
-            raise InputError(f"{path}: row {row}: a field holds a line break or '|||' ({bad[0][:60]!r}), which n-best "
-                             "text cannot hold (it would not parse back); clean the text or keep the table as parquet")
-        try:
-            numbers = parse_features(f)[1] + [float(sc)]
-        except ValueError as exc:
-            raise InputError(f"{path}: row {row}: features {f!r} or score {sc!r} do not parse back ({exc})") from None
-        if not all(math.isfinite(v) for v in numbers):
-            raise InputError(f"{path}: row {row}: a feature value or the model score is not finite ({f!r}, {sc!r}); "
-                             "expected finite numbers (n-best readers refuse NaN and infinities)")
-        out.append(sep.join([str(s), h, f, str(sc)] + ([ex] if ex is not None else [])))
-    with atomic_output(path, inputs, option) as tmp:
-        Path(tmp).write_text("".join(ln + "\n" for ln in out), encoding="utf-8")

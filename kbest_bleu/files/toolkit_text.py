@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from typing import Iterator, Optional, Sequence, TextIO
 
 import pyarrow as pa
 
 from ..errors import InputError
-from .kbest_io import (FLOAT, FLOATS, INT, STRING, RowBatches, field_text, parse_float, score_text, segments,
+from .kbest_io import (FLOAT, FLOATS, INT, STRING, RowBatches, field_text, numbered, parse_float, score_text, segments,
                        text_lines)
 from .nbest import META_SEPARATOR, parse_features
 
@@ -38,6 +39,11 @@ __all__ = ["moses_separator", "read_fixed_k", "read_marian", "write_marian", "wr
            "write_opennmt_tf"]
 
 SEP = " ||| "
+_ID = re.compile(r"[0-9]+")
+# the optional fields after a translation: hard alignments "0-0 1-2", soft ones "0.9,0.1 0.2,0.8"
+_FLOAT = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+_ALIGNMENT = re.compile(rf"\s*(?:(?:[0-9]+-[0-9]+|{_FLOAT}(?:,{_FLOAT})*)\s*)*")
+_NUMBERS = re.compile(rf"\s*(?:(?:{_FLOAT}|nan|-?inf)\s*)*")  # token scores
 MARIAN_COLUMNS = [("segment_id", INT), ("rank", INT), ("hypothesis", STRING), ("features", STRING),
                   ("feature_values", FLOATS), ("model_score", FLOAT), ("model_score_text", STRING),
                   ("alignment", STRING), ("word_scores", FLOATS), ("extra_fields", STRING)]
@@ -56,11 +62,14 @@ def read_marian(path: "str | os.PathLike", compression: Optional[str] = None, *,
         if len(fields) < 4:
             raise InputError(f"{path}: line {number}: expected 'id ||| translation [||| ...] ||| features ||| score', "
                              f"found {len(fields)} field(s): {line[:80]!r}")
+        if not (_ID.fullmatch(fields[0]) and int(fields[0]) < 1 << 63):  # (int() takes "1_0", " -1")
+            raise InputError(f"{path}: line {number}: the id {fields[0][:30]!r} is not a sentence number; expected "
+                             "Marian's 'id ||| translation [||| ...] ||| F0= ... ||| score'")
         try:
             sid = int(fields[0])
             score = parse_float(fields[-1])
             tokens = fields[-2].split()
-            if tokens[0::2] == name_tokens:  # the first line's "F0= F1= ...": the values are the rest
+            if tokens[0::2] == name_tokens and len(tokens) == 2 * len(name_tokens):  # "F0= F1= ...": values between
                 line_names, values = names, [float(x) for x in tokens[1::2]]
             else:
                 line_names, values = parse_features(fields[-2])
@@ -88,6 +97,10 @@ def read_marian(path: "str | os.PathLike", compression: Optional[str] = None, *,
         middle = fields[2:-2]
         alignment = word_scores = None
         for field in middle:
+            if not (field.startswith(("WordScores=", "WordCounts=")) or _ALIGNMENT.fullmatch(field)):
+                raise InputError(f"{path}: line {number}: {field[:60]!r} after the translation is neither alignments "
+                                 "nor WordScores=; a translation holding ' ||| ' cannot be told apart from Marian's "
+                                 "fields (is the file Marian n-best?)")
             if field.startswith("WordScores="):
                 try:
                     word_scores = [float(x) for x in field[len("WordScores="):].split()]
@@ -120,6 +133,10 @@ def _opennmt_tf(line: str) -> tuple:
         fields = [line[:-4], ""]
     if len(fields) < 2:
         raise ValueError("expected 'score ||| hypothesis' (OpenNMT-tf with_scores)")
+    bad = next((f for f in fields[2:] if not (_NUMBERS.fullmatch(f) or _ALIGNMENT.fullmatch(f))), None)
+    if bad is not None:  # a hypothesis holding ' ||| ', or another format (a Moses or Marian line)
+        raise ValueError(f"{bad[:40]!r} after the hypothesis is neither token scores nor alignments; expected "
+                         "'score ||| hypothesis [||| token scores] [||| alignments]' (OpenNMT-tf)")
     return fields[1], fields[0], SEP.join(fields[2:]) if len(fields) > 2 else None
 
 
@@ -188,8 +205,9 @@ def _line_writer(path, out: TextIO, score_field: str, raw: bool, key: Sequence[s
     ``fixed_k``: the format has no segment id (OpenNMT: K lines per source, read back with
     --nbest-size K), so lists of different sizes are refused."""
     n, k = 0, None
-    for segment, rows in segments(path, ("hypothesis", "model_score", "model_score_text", "features", "extra_fields",
-                                         score_field), key):
+    lists = segments(path, ("hypothesis", "model_score", "model_score_text", "features", "extra_fields", score_field),
+                     key)
+    for segment, rows in (numbered(lists, path, "this format") if fixed_k else lists):
         if fixed_k and k is not None and len(rows["hypothesis"]) != k:
             raise InputError(f"{path}: segment {segment} has {len(rows['hypothesis'])} hypotheses, the ones before "
                              f"{k}; this format has no segment ids (K lines per source, read with --nbest-size K), "
