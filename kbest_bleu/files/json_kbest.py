@@ -88,9 +88,11 @@ class _Table:
         if not hyps:  # left out, the lines after it would take its references and the written lines shift
             raise InputError(f"{path}: line {number}: an empty list of hypotheses; every source needs one to be "
                              "scored (an empty hypothesis is the string \"\")")
-        if "references" in self.optional and seg["references"] is None:
-            raise InputError(f"{path}: line {number}: no 'refs', but the first line has them; expected references on "
-                             "every line or on none (give them with -r then)")
+        if ("references" in self.optional) != (seg["references"] is not None):  # (dropped, or the line's only)
+            said = "no 'refs', but the first line has them" if seg["references"] is None else \
+                "'refs', but the first line has none"
+            raise InputError(f"{path}: line {number}: {said}; expected references on every line or on none (give "
+                             "them with -r then)")
         v = self.rows.values
         for rank, (hyp, score) in enumerate(zip(hyps, scores)):
             v["segment_id"].append(segment)

@@ -89,3 +89,9 @@ def test_a_line_another_format_wrote_is_refused_not_read_differently(here, capsy
           "opennmt-tf": "-1.5 ||| a b ||| -0.5 -1.0\n", "fairseq": "H-0\t-1\ta\nD-0\t-1\ta\n"}[fmt]
     Path("ok.txt").write_text(ok)  # the fields those formats do have
     assert main(["convert", "ok.txt", "o.parquet", "--format", fmt, *extra]) == 0
+
+
+def test_references_on_later_lines_only_are_refused_not_dropped(here, capsys):
+    Path("n.jsonl").write_text('{"id": "a", "hyps": ["x y"]}\n{"id": "b", "refs": ["x y"], "hyps": ["x y"]}\n')
+    assert main(["convert", "n.jsonl", "o.parquet", "--format", "nested"]) == 2
+    assert "line 2: 'refs', but the first line has none" in _err(capsys) and not Path("o.parquet").exists()
