@@ -14,6 +14,7 @@ from ..encode import run_starts
 from ..errors import InputError
 from ..files.nbest import dense_features
 from ..files.output import atomic_outputs, check_output
+from ..files.readers import check_output_format
 from ..files.references import Columns
 from .stream import job_config, score_batches
 
@@ -30,9 +31,10 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
     Both files are written atomically; ``inputs`` (the table's file) are refused as outputs, and
     the first names the table in error messages.
     """
-    check_output(scores_path, inputs, "--scores")
-    if features_path is not None:
-        check_output(features_path, [*inputs, scores_path], "--features")
+    for path, option in ((scores_path, "--scores"), (features_path, "--features")):
+        if path is not None:  # Moses' text files, never compressed (its tools read them as they are)
+            check_output(path, [*inputs, scores_path] if option == "--features" else inputs, option)
+            check_output_format(path, "text", option, "Moses reads its statistics and features as plain text")
     if features_path is not None and table.schema.get_field_index("features") < 0:
         raise InputError(f"--features {features_path}: the table has no 'features' column (columns are "
                          f"{', '.join(table.schema.names)}); expected n-best input from convert, or omit --features")

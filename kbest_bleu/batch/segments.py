@@ -39,6 +39,12 @@ def read_segments(path: "str | os.PathLike", hypothesis: str, segment: Sequence[
     except InputError as exc:
         raise InputError(str(exc).replace(str(src), source)) from None
     require_columns(schema, [hypothesis, *segment, *required], source)
+    t = schema.field(hypothesis).type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)):
+        raise InputError(f"{source}: hypothesis column {hypothesis!r} has Arrow type {schema.field(hypothesis).type}; "
+                         "expected strings (choose the column with --hyp-col)")
     columns = Columns(hypothesis=hypothesis, segment=tuple(segment))
     batches = _checked(_guard_reads(_read_batches(pf, batch_rows, batch_bytes), src), columns, src)
     batches = _bounded(batches, columns, False, batch_bytes, src)

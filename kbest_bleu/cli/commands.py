@@ -270,8 +270,11 @@ def _cmd_tune(a: argparse.Namespace) -> int:
         w0 = np.array([float(x) for x in a.init.split(",")]) if a.init else None
     except ValueError:
         raise InputError(f"--init: expected comma-separated numbers, one per feature, found {a.init!r}") from None
-    table = (read_parquet_table(a.input, "tune IN") if Path(a.input).suffix == ".parquet"
-             else read_nbest(a.input, a.refs or (), "tune IN"))
+    parquet = Path(a.input).suffix == ".parquet"
+    if parquet and a.refs:  # a table holds its references (--ref-col): -r would be left unread
+        raise InputError(f"-r/--refs: {a.input} is a parquet table, whose references are its column {a.ref_col!r}; "
+                         "leave -r out (it adds references to Moses/Joshua n-best text)")
+    table = read_parquet_table(a.input, "tune IN") if parquet else read_nbest(a.input, a.refs or (), "tune IN")
     segment = a.seg_col or "segment_id"  # not the stored key: it tells iterations apart, tuning merges them
     if "," in segment:
         raise InputError(f"--seg-col: tune groups its lists by one integer segment column, found {segment!r}; the "

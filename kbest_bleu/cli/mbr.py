@@ -58,8 +58,12 @@ def _segment_weights(table, column: Optional[str], seg_ptr, temperature: float, 
     if column is None:
         return None
     import numpy as np
+    import pyarrow as pa
 
     from ..tuning.objectives import segment_softmax
+    t = table.schema.field(column).type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        raise InputError(f"{option} {column}: has Arrow type {t}; expected numeric model scores")
     scores = table[column].to_numpy(zero_copy_only=False).astype(np.float64)
     if not np.isfinite(scores).all():
         raise InputError(f"{option} {column}: expected finite model scores in every row")
@@ -230,6 +234,8 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
             _tally(a, totals, chunk, chosen, utility)
         if pseudo is not None:
             pseudo.finish()
+        if not totals.segments:  # inside the outputs' block: nothing is written (a mean over no list)
+            raise InputError(f"{a.input}: no rows; expected K-best lists to choose from")
     if not a.quiet:  # beside a parquet written to standard output: on standard error
         out = sys.stderr if a.output == "-" else sys.stdout
         print(f"segments {totals.segments:,}  rows {totals.rows:,}  utility {a.utility}"

@@ -73,7 +73,8 @@ def check_output_format(path: "str | os.PathLike", fmt: str, option: str, hint: 
     """Refuse an output named for another format than ``fmt``, the one it is written in: a
     compression suffix (outputs are written uncompressed), or an extension that says another table
     format (``-o x.csv`` for parquet). The toolkits' text formats share .txt/.json(l)/.nbest names
-    (content tells them apart), so these take any of them; ``-`` and devices have no format name.
+    (content tells them apart), so these take any of them; ``fmt`` "text" (a layout of its own) any
+    name but parquet's; ``-`` and devices have no format name.
     ``hint``: how to get the format the name says."""
     text = os.fspath(path)
     p = Path(text)
@@ -84,7 +85,11 @@ def check_output_format(path: "str | os.PathLike", fmt: str, option: str, hint: 
                          f"({fmt}); leave {p.suffix!r} out (and compress the file afterwards)")
     said = _EXTENSIONS.get(p.suffix.lower())
     tables = ("parquet", "csv", "tsv")
-    if said is None or said == fmt or (said not in tables and fmt not in tables):
+    if fmt == "text":  # text in a layout of its own (Moses' statistics, a paraphrase table): parquet is the other
+        clash = said == "parquet"
+    else:
+        clash = said is not None and said != fmt and (said in tables or fmt in tables)
+    if not clash:
         return
     raise InputError(f"{option} {text!r}: the name says {said}, but the output is {fmt}; {hint}")
 

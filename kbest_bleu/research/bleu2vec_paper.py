@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError
 from ..files.inputs import clash, refuse
+from .cli import cell
 from ..files.output import atomic_output
 from ..files.temporaries import created_directories
 from .data import require_data
@@ -163,10 +164,10 @@ def _markdown(title: str, lps: list, rows: dict, paper: Optional[dict] = None) -
     head = f"| {title} | " + " | ".join(lps) + " | average |\n|---|" + "---:|" * (len(lps) + 1)
     lines = [head]
     for name, values in (paper or {}).items():
-        lines.append(f"| {name} (paper, WMT15) | " + " | ".join(f"{v:.3f}" for v in values)
-                     + f" | {np.mean(values):.3f} |")
+        lines.append(f"| {name} (paper, WMT15) | " + " | ".join(cell(float(v)) for v in values)
+                     + f" | {cell(float(np.mean(values)))} |")
     for name, values in rows.items():
-        lines.append(f"| {name} | " + " | ".join(f"{v:.3f}" for v in values) + f" | {np.mean(values):.3f} |")
+        lines.append(f"| {name} | " + " | ".join(cell(float(v)) for v in values) + f" | {cell(float(np.mean(values)))} |")
     return "\n".join(lines)
 
 
@@ -178,6 +179,11 @@ def main(data: "Optional[str | Path]", models: "str | Path", corpus_out: "str | 
     notes = []
     if train_models:
         from ..metrics.bleu2vec.models import train
+        # the corpus is trained from into the models' directory: neither may be the other, or inside it
+        out, where = corpus_out.resolve(), models.resolve()
+        if out == where or where in out.parents:
+            raise InputError(f"--corpus-out {str(corpus_out)!r}: is inside --models {str(models)!r}, where the models "
+                             "are written (a model file would be written over); choose a path outside it")
         t0 = time.perf_counter()
         n_lines, n_words = english_corpus(data, corpus_out)
         train(corpus_out, models, orders=(1, 2, 3), joint=True, name="shared_en", vector_size=vector_size,

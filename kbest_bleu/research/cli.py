@@ -9,13 +9,21 @@ from typing import Sequence
 
 from ..cli.options import float_range, int_range, probability, seed_int
 
-__all__ = ["add_commands", "markdown"]
+__all__ = ["add_commands", "cell", "markdown"]
+
+
+def cell(value: object, spec: str = ".3f") -> str:
+    """A table cell: a float with ``spec``, NaN (a correlation that is undefined: a constant
+    column, no data) as an em dash, anything else as ``str``."""
+    if isinstance(value, float):
+        return "—" if value != value else format(value, spec)
+    return str(value)
+
 
 def markdown(header: Sequence[str], rows: list) -> str:
-    """A markdown table; floats with 3 decimals, NaN as an em dash."""
-    fmt = lambda v: "—" if isinstance(v, float) and v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))  # noqa: E731
+    """A markdown table; floats with 3 decimals, NaN as an em dash (:func:`cell`)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows])
+    return "\n".join(lines + ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows])
 
 
 def _need(a: argparse.Namespace, names: Sequence[str]) -> list:
@@ -169,6 +177,10 @@ def _cmd_judged(a: argparse.Namespace) -> int:
     table = read_parquet_table(a.table, "metaeval judged TABLE")  # empty, truncated, not parquet: one line
     pairs = read_parquet_table(a.pairs, "--pairs") if a.pairs else None
     metrics = a.metric.split(",")
+    twice = next((m for i, m in enumerate(metrics) if m in metrics[:i] or m == a.human), None)
+    if twice is not None:  # (each metric names columns of the tables printed: twice, or as the human one, clash)
+        raise InputError(f"--metric: {twice!r} is given twice, or is the --human column; name each metric column "
+                         "once, apart from the human scores")
     check_judged_table(table, metrics, a.human, str(a.table))  # before the bootstrap runs: one line
     if a.compare and (len(a.compare.split(",")) != 2 or any(n not in metrics for n in a.compare.split(","))):
         raise InputError(f"--compare: expected two of the --metric columns as A,B, found {a.compare!r}")

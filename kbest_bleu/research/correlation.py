@@ -84,9 +84,18 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     x, y = _pair(x, y, "pearson")
     if x.size < 2:
         return float("nan")
-    xc, yc = x - x.mean(), y - y.mean()
+    xc, yc = _centered(x), _centered(y)
     den = np.sqrt((xc * xc).sum() * (yc * yc).sum())
     return float((xc * yc).sum() / den) if den > 0 else float("nan")
+
+
+def _centered(v: np.ndarray) -> np.ndarray:
+    """v - mean(v), first scaled to a maximum of 1 where its squares would overflow or underflow
+    (a metric column times 1e300 gave r = 0: inf / inf); r does not depend on the scale."""
+    big = float(np.abs(v).max())
+    if big > 1e150 or 0 < big < 1e-150:
+        v = v / big
+    return v - v.mean()
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:

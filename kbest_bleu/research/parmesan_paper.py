@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from .. import settings
 from ..errors import InputError
 from ..tokenize import tokenize
+from .cli import cell
 from .data import require_data
 
 __all__ = ["en_cs", "english_table", "into_english", "run_metaeval"]
@@ -172,12 +173,13 @@ def run_metaeval(data: Optional[str] = None, paraphrases: Optional[str] = None, 
     if experiment in ("all", "en-cs"):
         lines += ["WMT12 en-cs, original references: system-level Pearson with wins/(wins+losses)", "",
                   "| metric | paper | ours | systems |", "|---|---|---|---|"]
-        lines += [f"| {m} | {p:.3f} | {o:.3f} | {n} |" for m, p, o, n in en_cs(folder)]
+        lines += [f"| {m} | {cell(float(p))} | {cell(float(o))} | {n} |" for m, p, o, n in en_cs(folder)]
         lines.append("")
     if experiment in ("all", "into-en"):
         lines += ["Into English, Meteor exact on original vs paraphrased references (Before Depfix)", "",
                   "| data | lp | systems | table pairs | Pearson orig | Pearson para | tau orig | tau para | subst/hyp "
                   "| human pairs |", "|---|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {y} | {lp} | {n} | {v} | {po:.3f} | {pp:.3f} | {to:.4f} | {tp:.4f} | {s:.2f} | {k:,} |"
+        lines += [f"| {y} | {lp} | {n} | {v} | {cell(float(po))} | {cell(float(pp))} | {cell(float(to), '.4f')} | "
+                  f"{cell(float(tp), '.4f')} | {cell(float(s), '.2f')} | {k:,} |"
                   for y, lp, n, v, po, pp, to, tp, s, k in into_english(folder, english_table(paraphrases))]
     return "\n".join(lines)

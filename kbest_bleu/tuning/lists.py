@@ -75,7 +75,8 @@ class KbestLists:
         cfg = config or BleuConfig()
         for name in (segment, hypothesis, references, features) + ((score,) if score else ()):
             if table.schema.get_field_index(name) < 0:
-                raise InputError(f"KbestLists: column {name!r} not found; columns are {table.column_names}")
+                hint = "; n-best text has none: give its references with -r" if name == references else ""
+                raise InputError(f"KbestLists: column {name!r} not found; columns are {table.column_names}{hint}")
         if score and not (pa.types.is_integer(t := table.schema.field(score).type) or pa.types.is_floating(t)):
             raise InputError(f"KbestLists: model-score column {score!r} has Arrow type {t}; expected numbers (the "
                              "decoder's score of each hypothesis)")
@@ -84,6 +85,17 @@ class KbestLists:
                              "expected integer segment ids (one column; the lists of a segment from several "
                              "iterations are merged by it)")
         col = table[features].combine_chunks()
+        listed = pa.types.is_list(col.type) or pa.types.is_large_list(col.type)
+        numbers = listed and (pa.types.is_integer(col.type.value_type) or pa.types.is_floating(col.type.value_type))
+        if not (numbers or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            raise InputError(f"KbestLists: features column {features!r} has Arrow type {col.type}; expected a list of "
+                             "numbers per row, or Moses/Joshua feature strings ('lm= -4 tm= -2 ...')")
+        if not (pa.types.is_string(t := table.schema.field(hypothesis).type) or pa.types.is_large_string(t)):
+            raise InputError(f"KbestLists: hypothesis column {hypothesis!r} has Arrow type {t}; expected strings")
+        if table[hypothesis].null_count:
+            row = int(np.flatnonzero(table[hypothesis].is_null().to_numpy(zero_copy_only=False))[0])
+            raise InputError(f"KbestLists: hypothesis column {hypothesis!r} row {row} is null; expected a string in "
+                             "every row ('' for an empty hypothesis)")
         if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
             lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
             n_feat = int(lengths[0]) if len(col) else 0

@@ -249,3 +249,36 @@ def test_convert_dispatches_on_the_format_read_not_the_suffix(files, capsys):
     capsys.readouterr()
     assert main(["convert", "k.parquet", "c.parquet", "--to", "parquet"]) == 2
     assert "'k.parquet' is parquet already" in capsys.readouterr().err and not Path("c.parquet").exists()
+
+
+
+def test_column_and_option_mistakes_are_one_line_not_a_traceback(tmp_path, capsys):
+    """Columns of the wrong type, -r beside a table's own references, a metric named twice, an
+    empty table, an output named for another format: exit 2 and one line each (they were
+    ValueError/KeyError tracebacks, a silently ignored -r, a mean over no list, a misnamed file)."""
+    import pyarrow.parquet as pq
+    small = tmp_path / "small.parquet"
+    pq.write_table(pq.read_table(SAMPLE).slice(0, 30), small)
+    pq.write_table(pq.read_table(SAMPLE).slice(0, 0), tmp_path / "empty.parquet")
+    (tmp_path / "ref.txt").write_text("x\n")
+    judged = tmp_path / "judged.parquet"
+    import pyarrow as pa
+    pq.write_table(pa.table({"lp": ["de-en"] * 4, "segment_id": [0, 0, 1, 1], "system": ["a", "b"] * 2,
+                             "bleu": [0.1, 0.2, 0.3, 0.4], "human": [1.0, 2.0, 3.0, 5.0]}), judged)
+    cases = [
+        (["tune", small, "--features-col", "references", "-t", "none"], "features column 'references' has Arrow type"),
+        (["tune", small, "--hyp-col", "segment_id", "-t", "none"], "hypothesis column 'segment_id' has Arrow type"),
+        (["tune", small, "-r", tmp_path / "ref.txt", "-t", "none"], "-r/--refs: "),
+        (["mbr", small, "--score-col", "hypothesis", "-t", "none", "-q"], "--score-col hypothesis: has Arrow type"),
+        (["mbr", small, "--hyp-col", "references", "-t", "none", "-q"], "hypothesis column 'references' has Arrow"),
+        (["mbr", tmp_path / "empty.parquet", "-t", "none", "-q", "-o", tmp_path / "o.parquet"], "no rows"),
+        (["metaeval", "judged", judged, "--metric", "bleu,bleu", "--human", "human"], "'bleu' is given twice"),
+        (["metaeval", "judged", judged, "--metric", "human", "--human", "human"], "'human' is given twice"),
+        (["export-moses", small, "--scores", tmp_path / "sc.txt.gz", "-t", "none"], "--scores"),
+        (["export-moses", small, "--scores", tmp_path / "sc.parquet", "-t", "none"], "the name says parquet"),
+    ]
+    for argv, words in cases:
+        assert main([str(x) for x in argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err and "Traceback" not in err, (argv, err)
+    assert not any((tmp_path / n).exists() for n in ("o.parquet", "sc.txt.gz", "sc.parquet"))

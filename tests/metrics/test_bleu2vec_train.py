@@ -164,3 +164,21 @@ def test_a_failed_training_keeps_the_models_that_were_there(tmp_path):
         train(CORPUS, new, orders=(1, 2), name="m", vector_size=4, epochs=1, min_counts="1,1000000", workers=1,
               progress=False)
     assert not (tmp_path / "a").exists()  # the directories it made are gone with it
+
+
+@pytest.mark.parametrize("options, words", [
+    (dict(name="../evil"), "--name: expected a file-name prefix"),
+    (dict(orders=(2,)), "orders: expected the n-gram orders 1 to N"),
+    (dict(orders=(1, 1)), "orders: expected the n-gram orders 1 to N"),
+    (dict(name="other"), "holds the models named m"),
+])
+def test_models_the_scorer_could_not_load_are_refused_before_training(tmp_path, options, words):
+    """A model set outside -o (--name ../evil), one without every order from 1, or a second name
+    beside another set: each was written with exit 0, then refused by the scorer."""
+    out = tmp_path / "models"
+    train(CORPUS, out, orders=(1,), name="m", vector_size=4, epochs=1, min_counts="1", workers=1, progress=False)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    kwargs = dict(orders=(1,), name="m", vector_size=4, epochs=1, min_counts="1", workers=1, progress=False)
+    with pytest.raises(InputError, match=words):
+        train(CORPUS, out, **{**kwargs, **options, "min_counts": None})
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before

@@ -74,6 +74,11 @@ def test_cli_build_table_and_errors(tmp_path, capsys):
     args = _parser().parse_args(["parmesan", "build-table", str(tmp_path / "nope.gz"), "-o", str(tmp_path / "o.tsv")])
     assert args.func(args) == 2
     assert "found nothing at" in capsys.readouterr().err
+    for name in ("t.parquet", "t.tsv.gz"):  # a text table under a name that says otherwise: refused, nothing written
+        args = _parser().parse_args(["parmesan", "build-table", str(tmp_path / "pairs.tsv"), "-o", str(tmp_path / name),
+                                     "--analyzer", "lower"])
+        assert args.func(args) == 2 and not (tmp_path / name).exists()
+        assert f"-o '{tmp_path / name}'" in capsys.readouterr().err
 
 
 def test_score_options_map_to_from_options(extensions):

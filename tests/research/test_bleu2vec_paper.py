@@ -37,3 +37,26 @@ def test_the_corpus_never_replaces_a_data_file(tmp_path):
     assert (tmp_path / "multeval.parquet").read_bytes() == before
     out = tmp_path / "new" / "dir" / "corpus.txt"  # directories made for the corpus
     assert english_corpus(tmp_path, out)[0] == 2 and out.exists()
+
+
+def test_the_corpus_is_never_written_into_the_models_directory(tmp_path):
+    """--corpus-out inside --models replaced a trained model with the corpus text, then was refused."""
+    import pytest
+
+    from kbest_bleu.errors import InputError
+    from kbest_bleu.research.bleu2vec_paper import main
+    pq.write_table(pa.table({"lp": ["fi-en"], "hypothesis": ["a"], "references": [["a"]], "human_score": [0.0]}),
+                   tmp_path / "wmt15_daseg.parquet")
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "shared_en.1gram.w2v.bin").write_bytes(b"MODEL")
+    for out in (models / "shared_en.1gram.w2v.bin", models):
+        with pytest.raises(InputError, match="--corpus-out .*is inside --models"):
+            main(tmp_path, models, out, train_models=True)
+    assert (models / "shared_en.1gram.w2v.bin").read_bytes() == b"MODEL"
+
+
+def test_undefined_correlations_print_as_a_dash_not_nan():
+    from kbest_bleu.research.bleu2vec_paper import _markdown
+    table = _markdown("metric", ["fi-en", "de-en"], {"sentBLEU": [float("nan"), 0.25]})
+    assert "nan" not in table and "| sentBLEU | — | 0.250 |" in table

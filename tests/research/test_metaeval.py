@@ -255,3 +255,15 @@ def test_paired_command_refuses_empty_files(tmp_path, capsys):
     assert kb.cli.main(["paired", str(empty), str(empty), "-r", str(empty)]) == 2
     err = capsys.readouterr().err
     assert "holds no sentence" in err and err.count("\n") == 1
+
+
+def test_pearson_does_not_depend_on_the_scale_even_near_overflow():
+    """A metric column times 1e300 gave r = 0 (its squares overflow: inf / inf); 1e-300, NaN."""
+    from kbest_bleu.research.correlation import pearson
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    y = x + rng.normal(size=200)
+    want = scipy.stats.pearsonr(x, y)[0]
+    for scale in (1.0, 1e300, 1e-300):
+        assert pearson(x * scale, y) == pytest.approx(want, rel=1e-12)
+    assert pearson(x, y) == want or abs(pearson(x, y) - want) < 1e-15  # unscaled data: the same arithmetic

@@ -281,8 +281,17 @@ def train(corpus: "str | Path", out_dir: "str | Path", orders: Sequence[int] = (
         from gensim.models import Word2Vec
     except ImportError:
         raise InputError(f"bleu2vec train needs gensim; install it with {install_extra('bleu2vec')}") from None
-    if not orders or any(n < 1 for n in orders):
-        raise InputError(f"orders: expected positive n-gram orders such as 1,2,3, found {orders!r}")
+    if not orders or sorted(orders) != list(range(1, max(orders) + 1)) or len(set(orders)) != len(orders):
+        # the scorer reads every order from 1 to N, each once (load_embeddings refuses a gap)
+        raise InputError(f"orders: expected the n-gram orders 1 to N, each once, such as 1,2,3; found "
+                         f"{','.join(map(str, orders)) if orders else 'none'}")
+    if not name or Path(name).name != name or name in (".", "..") or not _MODEL_FILE.match(f"{name}.1gram.w2v.bin"):
+        raise InputError(f"--name: expected a file-name prefix such as 'model' (no directory part), found {name!r}")
+    others = sorted({m["name"] for f in (out.iterdir() if out.is_dir() else ())
+                     if (m := _MODEL_FILE.match(f.name)) and m["name"] != name})
+    if others:  # the scorer reads one model set per directory
+        raise InputError(f"-o {str(out)!r}: holds the models named {', '.join(others)}; a directory holds one model "
+                         f"set: train into another directory, or pass --name {others[0]} to replace them")
     mc = _parse_min_counts(min_counts, orders)
     sentences = read_corpus(corpus, tokenize)
     if not sentences:

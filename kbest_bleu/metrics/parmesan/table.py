@@ -227,6 +227,8 @@ def build_table(input: Union[str, Path], output: Union[str, Path], analyzer: str
     (Meteor's synsets format), filtered the same way; a pair in both is tagged ``both``.
     Returns counts of the steps (read, single-word, kept, wordnet, both).
     """
+    from ...files.readers import check_output_format
+    check_output_format(output, "text", "-o", "a paraphrase table is written as plain text (.txt, .tsv)")
     prob, w1, w2 = read_meteor_pairs(input)
     counts = {"read": len(prob)}
     single = pc.and_(pc.invert(pc.match_substring(w1, " ")), pc.invert(pc.match_substring(w2, " ")))
