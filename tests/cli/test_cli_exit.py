@@ -256,19 +256,24 @@ def test_column_and_option_mistakes_are_one_line_not_a_traceback(tmp_path, capsy
     """Columns of the wrong type, -r beside a table's own references, a metric named twice, an
     empty table, an output named for another format: exit 2 and one line each (they were
     ValueError/KeyError tracebacks, a silently ignored -r, a mean over no list, a misnamed file)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
     small = tmp_path / "small.parquet"
     pq.write_table(pq.read_table(SAMPLE).slice(0, 30), small)
     pq.write_table(pq.read_table(SAMPLE).slice(0, 0), tmp_path / "empty.parquet")
+    t = pq.read_table(small)
+    hyps = t["hypothesis"].to_pylist()
+    pq.write_table(t.set_column(t.schema.get_field_index("hypothesis"), "hypothesis",
+                                pa.array([hyps[0], None] + hyps[2:], pa.large_string())), tmp_path / "null.parquet")
     (tmp_path / "ref.txt").write_text("x\n")
     judged = tmp_path / "judged.parquet"
-    import pyarrow as pa
     pq.write_table(pa.table({"lp": ["de-en"] * 4, "segment_id": [0, 0, 1, 1], "system": ["a", "b"] * 2,
                              "bleu": [0.1, 0.2, 0.3, 0.4], "human": [1.0, 2.0, 3.0, 5.0]}), judged)
     cases = [
         (["tune", small, "--features-col", "references", "-t", "none"], "features column 'references' has Arrow type"),
         (["tune", small, "--hyp-col", "segment_id", "-t", "none"], "hypothesis column 'segment_id' has Arrow type"),
         (["tune", small, "-r", tmp_path / "ref.txt", "-t", "none"], "-r/--refs: "),
+        (["tune", tmp_path / "null.parquet", "-t", "none"], "hypothesis column 'hypothesis' row 1 is null"),
         (["mbr", small, "--score-col", "hypothesis", "-t", "none", "-q"], "--score-col hypothesis: has Arrow type"),
         (["mbr", small, "--hyp-col", "references", "-t", "none", "-q"], "hypothesis column 'references' has Arrow"),
         (["mbr", tmp_path / "empty.parquet", "-t", "none", "-q", "-o", tmp_path / "o.parquet"], "no rows"),
