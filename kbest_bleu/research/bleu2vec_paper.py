@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError
 from ..files.inputs import clash, refuse
-from .cli import cell
 from ..files.output import atomic_output
 from ..files.temporaries import created_directories
+from .correlation import cell
 from .data import require_data
 
 __all__ = ["english_corpus", "main", "segment_table", "system_table", "target_corpus"]

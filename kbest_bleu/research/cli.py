@@ -9,19 +9,12 @@ from typing import Sequence
 
 from ..cli.options import float_range, int_range, probability, seed_int
 
-__all__ = ["add_commands", "cell", "markdown"]
-
-
-def cell(value: object, spec: str = ".3f") -> str:
-    """A table cell: a float with ``spec``, NaN (a correlation that is undefined: a constant
-    column, no data) as an em dash, anything else as ``str``."""
-    if isinstance(value, float):
-        return "—" if value != value else format(value, spec)
-    return str(value)
+__all__ = ["add_commands", "markdown"]
 
 
 def markdown(header: Sequence[str], rows: list) -> str:
     """A markdown table; floats with 3 decimals, NaN as an em dash (:func:`cell`)."""
+    from .correlation import cell
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows])
 

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InputError
 from ..jit import njit
 
-__all__ = ["TAU_VARIANTS", "kendall_tau_b", "kendall_tau_pairs", "pearson", "rankdata", "spearman"]
+__all__ = ["TAU_VARIANTS", "cell", "kendall_tau_b", "kendall_tau_pairs", "pearson", "rankdata", "spearman"]
 
 TAU_VARIANTS = ("seed", "wmt12")
 
@@ -96,6 +96,14 @@ def _centered(v: np.ndarray) -> np.ndarray:
     if big > 1e150 or 0 < big < 1e-150:
         v = v / big
     return v - v.mean()
+
+
+def cell(value: object, spec: str = ".3f") -> str:
+    """A table cell: a float with ``spec``, NaN (a correlation that is undefined: a constant
+    column, no data) as an em dash, anything else as ``str``."""
+    if isinstance(value, float):
+        return "—" if value != value else format(value, spec)
+    return str(value)
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:

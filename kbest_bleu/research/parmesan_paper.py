@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from .. import settings
 from ..errors import InputError
 from ..tokenize import tokenize
-from .cli import cell
+from .correlation import cell
 from .data import require_data
 
 __all__ = ["en_cs", "english_table", "into_english", "run_metaeval"]
