@@ -19,6 +19,15 @@ def markdown(header: Sequence[str], rows: list) -> str:
     return "\n".join(lines + ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows])
 
 
+def _recipe(command):
+    """A recipe command whose data errors are one line (:func:`.data.shared_data_errors`)."""
+    def run(a: argparse.Namespace) -> int:
+        from .data import shared_data_errors
+        with shared_data_errors(a.data):
+            return command(a)
+    return run
+
+
 def _need(a: argparse.Namespace, names: Sequence[str]) -> list:
     from .data import require_data
     return require_data(names, a.data)
@@ -265,15 +274,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(r)
     r.add_argument("--tau-variant", choices=["seed", "wmt12"], default="seed",
                    help="metric ties: half concordant (seed paper) or discordant (WMT12 official)")
-    r.set_defaults(func=_cmd_wmt12)
+    r.set_defaults(func=_recipe(_cmd_wmt12))
     r = recipes.add_parser("mqm", help="WMT22 zh-en MQM: segment tau-b / Pearson, system Pearson / Spearman")
     _common(r)
-    r.set_defaults(func=_cmd_mqm)
+    r.set_defaults(func=_recipe(_cmd_mqm))
     r = recipes.add_parser("chen-cherry", help="Chen & Cherry 2014 Tables 2-3 on WMT12 and WMT13, the paper beside ours")
     _common(r)
     r.add_argument("--distinct-pairs", action="store_true",
                    help="WMT13: one row per distinct judged pair (default: one per 5-way ranking, as released)")
-    r.set_defaults(func=_cmd_chen_cherry)
+    r.set_defaults(func=_recipe(_cmd_chen_cherry))
     r = recipes.add_parser("judged", help="any judged table and metric columns: segment tau / Pearson with "
                                           "bootstrap intervals, system Pearson / Spearman, metric comparison")
     r.add_argument("table", help="parquet with lp, segment_id, system and the metric columns")

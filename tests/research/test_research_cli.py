@@ -139,3 +139,15 @@ def test_judged_metric_scores_finite_human_scores_finite_or_unrated(tmp_path, ca
     assert rc == (0 if ok else 2), err
     if not ok:
         assert err.count("\n") == 1 and f"row 4 of column {column!r}" in err, err
+
+
+@pytest.mark.parametrize("argv", [["metaeval", "wmt12"], ["metaeval", "chen-cherry"],
+                                  ["parmesan", "metaeval", "--experiment", "en-cs"]])
+def test_recipes_on_data_that_is_not_the_shared_data_say_so_in_one_line(tmp_path, capsys, argv):
+    """A junk file where a recipe reads the shared data: one line naming the directory, exit 2 (an
+    ArrowInvalid traceback before)."""
+    for name in ("wmt12_segments.parquet", "wmt12_rr_pairs.parquet"):
+        (tmp_path / name).write_bytes(b"hello")
+    assert main([*argv, "--data", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{tmp_path} (from --data): a data file does not hold" in err, err

@@ -76,9 +76,11 @@ def _train(args: argparse.Namespace) -> int:
 def _metaeval(args: argparse.Namespace) -> int:
     from ...errors import InputError
     from ...research.bleu2vec_paper import main
+    from ...research.data import shared_data_errors
     try:
-        print(main(args.data, args.models, args.corpus_out, train_models=args.train, epochs=args.epochs,
-                   vector_size=args.vector_size, workers=args.workers))
+        with shared_data_errors(args.data):
+            print(main(args.data, args.models, args.corpus_out, train_models=args.train, epochs=args.epochs,
+                       vector_size=args.vector_size, workers=args.workers))
     except InputError as exc:
         print(f"kbest-bleu bleu2vec metaeval: {exc}", file=sys.stderr)
         return 2

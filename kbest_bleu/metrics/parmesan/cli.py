@@ -63,9 +63,11 @@ def _build_table(args: argparse.Namespace) -> int:
 
 def _metaeval(args: argparse.Namespace) -> int:
     from ...errors import InputError
+    from ...research.data import shared_data_errors
     from ...research.parmesan_paper import run_metaeval
     try:
-        print(run_metaeval(args.data, paraphrases=args.paraphrases, experiment=args.experiment))
+        with shared_data_errors(args.data):
+            print(run_metaeval(args.data, paraphrases=args.paraphrases, experiment=args.experiment))
     except InputError as exc:
         print(f"kbest-bleu parmesan metaeval: {exc}", file=sys.stderr)
         return 2
