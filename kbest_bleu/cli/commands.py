@@ -266,6 +266,12 @@ def _cmd_tune(a: argparse.Namespace) -> int:
     from ..files.nbest import read_nbest
     from ..tuning import KbestLists, tune_expected_bleu, tune_mira, tune_pro
     cfg = config_from(a)
+    used = {"mira": ("epochs", "c"), "pro": (), "ebleu": ("epochs", "lam")}[a.method]
+    ignored = [name for name in ("epochs", "c", "lam") if getattr(a, name) is not None and name not in used]
+    if ignored:  # it would be ignored
+        raise InputError(f"--{ignored[0]}: not an option of --method {a.method} (--epochs: mira, ebleu; --c: mira; "
+                         f"--lam: ebleu); leave it out")
+    epochs, c, lam = a.epochs or 60, a.c if a.c is not None else 0.01, a.lam if a.lam is not None else 10.0
     try:  # before the lists are read and the kernels compiled
         w0 = np.array([float(x) for x in a.init.split(",")]) if a.init else None
     except ValueError:
@@ -300,11 +306,11 @@ def _cmd_tune(a: argparse.Namespace) -> int:
         w0 = np.zeros(n_feat)
     start = lists.corpus_bleu(lists.one_best(w0), cfg)
     if a.method == "mira":
-        res = tune_mira(lists, w0, c=a.c, epochs=a.epochs, seed=a.seed, config=cfg)
+        res = tune_mira(lists, w0, c=c, epochs=epochs, seed=a.seed, config=cfg)
     elif a.method == "pro":
         res = tune_pro(lists, w0, seed=a.seed, config=cfg)
     else:
-        res = tune_expected_bleu([lists], w0, lam=a.lam, epochs=a.epochs, seed=a.seed, config=cfg)
+        res = tune_expected_bleu([lists], w0, lam=lam, epochs=epochs, seed=a.seed, config=cfg)
     if warning:  # after the run: a tuning that fails says so in one line
         print(warning, file=sys.stderr)
     out = {"method": a.method, "feature_names": lists.feature_names, "weights": res.weights.tolist(),
@@ -368,10 +374,11 @@ def _tune_parser(sub) -> None:
     p.add_argument("--features-col", default="features", help="list<double> or Moses/Joshua feature string column")
     p.add_argument("--init", help="starting weights, comma-separated (default: fit to --score-col, else zeros)")
     p.add_argument("--score-col", help="the decoder's model score column, to recover its weights as the start")
-    p.add_argument("--epochs", type=int_range(1, 100_000, "a number of epochs from 1 to 100000"), default=60,
-                   help="training epochs of MIRA (Moses kbmira's default 60) and of expected BLEU (20 from Python)")
-    p.add_argument("--c", type=positive_float, default=0.01, help="MIRA C")
-    p.add_argument("--lam", type=nonnegative_float, default=10.0, help="expected BLEU L2 weight")
+    # (None: not given; the method's default, and an option of another method is refused)
+    p.add_argument("--epochs", type=int_range(1, 100_000, "a number of epochs from 1 to 100000"), default=None,
+                   help="training epochs of MIRA and of expected BLEU (default 60, Moses kbmira's)")
+    p.add_argument("--c", type=positive_float, default=None, help="MIRA C (default 0.01)")
+    p.add_argument("--lam", type=nonnegative_float, default=None, help="expected BLEU L2 weight (default 10)")
     p.add_argument("--seed", type=seed_int, default=0)
     columns_options(p, "the integer segment id column; default: segment_id (the lists of a segment from every "
                         "decoding iteration in the file are merged, repeated candidates dropped)")

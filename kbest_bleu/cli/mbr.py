@@ -176,6 +176,10 @@ def _cmd_mbr(a: argparse.Namespace) -> int:
     from ..stats import segment_argmax
 
     _logging(a.quiet)
+    given = [option for option, dest, default in a.chrf_options if getattr(a, dest) != default]
+    if a.utility == "bleu" and given:
+        raise InputError(f"{given[0]}: a chrF option, but --utility is bleu; add --utility chrf (or chrf++), or leave "
+                         f"{given[0]} out")
     if a.aggregate and a.matrix:
         raise InputError("--matrix: the aggregated utilities compare each candidate with one aggregated "
                          "pseudo-reference; leave --aggregate out for the K x R matrix")
@@ -310,6 +314,8 @@ def add_command(sub) -> None:
     group = p.add_argument_group("chrF options (--utility chrf, chrf++)")
     from ..metrics.chrf.cli import add_score_options
     add_score_options(group)
+    # (option, dest, default) of each chrF option: given with --utility bleu, it would be ignored
+    p.set_defaults(chrf_options=[(x.option_strings[0], x.dest, x.default) for x in group._group_actions])
     columns_options(p)
     scoring_options(p)
     p.set_defaults(func=_cmd_mbr)

@@ -171,6 +171,11 @@ def _cmd_judged(a: argparse.Namespace) -> int:
                          "leave one of them out")
     if (a.pairs is None) == (a.human is None):
         raise InputError("metaeval judged: expected exactly one of --pairs PAIRS.parquet or --human COLUMN")
+    given = [o for o, v in (("--average-by", a.average_by), ("--n-perm", a.n_perm), ("--pval", a.pval)) if v is not None]
+    if given and not a.wmt_style:  # it would be ignored
+        raise InputError(f"{given[0]}: an option of --wmt-style; add --wmt-style or leave {given[0]} out")
+    a.average_by, a.n_perm = a.average_by or "item", a.n_perm or 1000
+    a.pval = 0.05 if a.pval is None else a.pval
     layouts = [(a.table, "TABLE", "lp, segment_id, system, metric columns")]
     layouts += [(a.pairs, "--pairs", "lp, segment_id, better_system, worse_system")] if a.pairs else []
     for path, option, columns in layouts:
@@ -266,6 +271,10 @@ def _plot_option(p: argparse.ArgumentParser, what: str) -> None:
                    help=f"also draw {what} (pip install '.[plot]')")
 
 
+# the recipe commands, made once (each parser built takes the same function)
+_RECIPES = {f.__name__: _recipe(f) for f in (_cmd_wmt12, _cmd_mqm, _cmd_chen_cherry)}
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``metaeval`` and its recipes to the ``kbest-bleu`` subcommands."""
     p = sub.add_parser("metaeval", help="correlation of metrics with human judgments (named tables, any judged data)")
@@ -274,15 +283,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(r)
     r.add_argument("--tau-variant", choices=["seed", "wmt12"], default="seed",
                    help="metric ties: half concordant (seed paper) or discordant (WMT12 official)")
-    r.set_defaults(func=_recipe(_cmd_wmt12))
+    r.set_defaults(func=_RECIPES['_cmd_wmt12'])
     r = recipes.add_parser("mqm", help="WMT22 zh-en MQM: segment tau-b / Pearson, system Pearson / Spearman")
     _common(r)
-    r.set_defaults(func=_recipe(_cmd_mqm))
+    r.set_defaults(func=_RECIPES['_cmd_mqm'])
     r = recipes.add_parser("chen-cherry", help="Chen & Cherry 2014 Tables 2-3 on WMT12 and WMT13, the paper beside ours")
     _common(r)
     r.add_argument("--distinct-pairs", action="store_true",
                    help="WMT13: one row per distinct judged pair (default: one per 5-way ranking, as released)")
-    r.set_defaults(func=_recipe(_cmd_chen_cherry))
+    r.set_defaults(func=_RECIPES['_cmd_chen_cherry'])
     r = recipes.add_parser("judged", help="any judged table and metric columns: segment tau / Pearson with "
                                           "bootstrap intervals, system Pearson / Spearman, metric comparison")
     r.add_argument("table", help="parquet with lp, segment_id, system and the metric columns")
@@ -299,10 +308,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--wmt-style", action="store_true",
                    help="instead: segment acc23 with tie calibration (Deutsch et al. 2023), system soft pairwise "
                         "accuracy (Thompson et al. 2024) and pairwise accuracy, WMT significance clusters")
-    r.add_argument("--average-by", choices=["item", "sys", "none"], default="item",
+    # (None: not given; --wmt-style's defaults, and given without --wmt-style they are refused)
+    r.add_argument("--average-by", choices=["item", "sys", "none"], default=None,
                    help="--wmt-style segment grouping with --human (default item: each segment's systems)")
-    r.add_argument("--n-perm", type=int_range(1, 1_000_000, "a number of permutations from 1 to 1000000"), default=1000,
+    r.add_argument("--n-perm", type=int_range(1, 1_000_000, "a number of permutations from 1 to 1000000"), default=None,
                    help="--wmt-style permutations per metric pair (default 1000)")
-    r.add_argument("--pval", type=probability, default=0.05, help="--wmt-style significance level of the clusters")
+    r.add_argument("--pval", type=probability, default=None, help="--wmt-style significance level of the clusters "
+                   "(default 0.05)")
     _plot_option(r, "each metric against the human scores (segments with --human, systems with --pairs)")
     r.set_defaults(func=_cmd_judged)

@@ -281,6 +281,12 @@ def test_column_and_option_mistakes_are_one_line_not_a_traceback(tmp_path, capsy
         (["metaeval", "judged", judged, "--metric", "human", "--human", "human"], "'human' is given twice"),
         (["export-moses", small, "--scores", tmp_path / "sc.txt.gz", "-t", "none"], "--scores"),
         (["export-moses", small, "--scores", tmp_path / "sc.parquet", "-t", "none"], "the name says parquet"),
+        # options another choice would ignore: refused, not dropped
+        (["mbr", small, "-t", "none", "-q", "--chrf-beta", "3"], "--chrf-beta: a chrF option, but --utility is bleu"),
+        (["tune", small, "-t", "none", "--method", "pro", "--c", "5"], "--c: not an option of --method pro"),
+        (["tune", small, "-t", "none", "--method", "mira", "--lam", "3"], "--lam: not an option of --method mira"),
+        (["metaeval", "judged", judged, "--metric", "bleu", "--human", "human", "--n-perm", "9"],
+         "--n-perm: an option of --wmt-style"),
     ]
     for argv, words in cases:
         assert main([str(x) for x in argv]) == 2, argv
