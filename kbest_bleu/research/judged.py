@@ -79,6 +79,11 @@ def _pair_signs(table: pa.Table, pairs: pa.Table, metric: str) -> tuple[np.ndarr
     for c in keys[:2] + ["better_system", "worse_system"]:
         if c not in pairs.column_names:
             raise InputError(f"pairs: expected column {c!r} (the *_rr_pairs layout), found {pairs.column_names}")
+    same = pc.equal(pairs["better_system"], pairs["worse_system"])
+    if pc.any(same).as_py():  # a system judged better than itself: a pair that no metric can order
+        row = int(np.flatnonzero(same.to_numpy(zero_copy_only=False))[0])
+        raise InputError(f"pairs: row {row} has better_system == worse_system ({pairs['better_system'][row]}); "
+                         "expected two different systems per judgment")
     from .metaeval import _lookup
     rb = _lookup(table, pairs.select(["lp", "segment_id", "better_system"]).rename_columns(keys), keys, "better_system")
     rw = _lookup(table, pairs.select(["lp", "segment_id", "worse_system"]).rename_columns(keys), keys, "worse_system")

@@ -82,6 +82,11 @@ def test_judged_bad_input(tmp_path, capsys):
     assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m,m2", "--human", "h",
                  "--compare", "m,x"]) == 2
     assert "--compare: expected two of the --metric columns" in capsys.readouterr().err
+    same = PAIRS.set_column(3, "worse_system", pa.array(["B", "C", "A", "B", "C"]))  # row 2: A better than A
+    pq.write_table(same, tmp_path / "p.parquet")
+    assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m", "--pairs",
+                 str(tmp_path / "p.parquet")]) == 2  # (a pair no metric can order)
+    assert "row 2 has better_system == worse_system (A)" in capsys.readouterr().err
 
 
 def test_data_directory_from_environment(tmp_path, monkeypatch, capsys):
