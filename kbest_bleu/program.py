@@ -107,6 +107,9 @@ def command() -> None:
     _command_process()
     from .cli import main  # after _command_process's settings, which some of its imports read
     code = main()
+    if code == 0:
+        from .files.temporaries import job_done
+        job_done()  # a signal during the flush below no longer says "no output written"
     if "pyspark" in sys.modules:
         sys.exit(code)
     logging.shutdown()

@@ -32,8 +32,8 @@ from .. import settings
 from ..errors import InputError
 from .inputs import describe
 
-__all__ = ["TEMP_MARK", "created_directories", "install_signal_handlers", "live_temporaries", "owner_tag", "register",
-           "remove", "remove_stale_temporaries", "signals_deferred", "temporary_directory", "unregister"]
+__all__ = ["TEMP_MARK", "created_directories", "install_signal_handlers", "job_done", "live_temporaries", "owner_tag",
+           "register", "remove", "remove_stale_temporaries", "signals_deferred", "temporary_directory", "unregister"]
 
 TEMP_MARK = ".kbest-tmp-"
 _OWNER = re.compile(re.escape(TEMP_MARK) + r"(\d+)(?:\.([0-9a-f]{8}))?")
@@ -182,11 +182,20 @@ def signals_deferred(landed: str = "the output files were put in place") -> Iter
             _exit_on_signal(_PENDING[0], landed if done else "no output written")
 
 
+_OUTCOME = ["no output written"]  # what a signal's line says; job_done() changes it
+
+
+def job_done() -> None:
+    """The command has written its outputs: a signal from now on (during the program's last
+    flush) says so instead of "no output written"."""
+    _OUTCOME[0] = "the job had ended, its outputs are written"
+
+
 def _on_signal(signum: int, _frame: object) -> None:
     if _DEFERRING[0]:
         _PENDING.append(signum)
         return
-    _exit_on_signal(signum, "no output written")
+    _exit_on_signal(signum, _OUTCOME[0])
 
 
 def _exit_on_signal(signum: int, outcome: str) -> None:

@@ -210,3 +210,18 @@ def test_a_signal_removes_the_directories_made_for_outputs(tmp_path):
                          text=True, timeout=60)
     assert run.returncode == 128 + 15 and "no output written" in run.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+_SIGNAL_AFTER_THE_JOB = """
+import os, signal
+from kbest_bleu.files import temporaries
+temporaries.install_signal_handlers()
+temporaries.job_done()  # as the program calls it once main() returned 0
+os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def test_a_signal_after_the_job_does_not_say_no_output_was_written():
+    run = subprocess.run([sys.executable, "-c", _SIGNAL_AFTER_THE_JOB], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 128 + 15
+    assert run.stderr.strip() == "kbest-bleu: interrupted by SIGTERM; the job had ended, its outputs are written"
