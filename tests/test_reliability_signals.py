@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kbest_bleu.files.temporaries import TEMP_MARK
+from child import default_signals
 
 OLD = b"previous output, must survive"
 ROWS = 400_000
@@ -41,7 +42,7 @@ def _interrupt(large: Path, out: Path, sig: int, ignored: bool = False) -> subpr
     proc = subprocess.Popen([sys.executable, "-m", "kbest_bleu", "score", str(large), "-o", str(out), "-q",
                              "--seg-col", "segment_id", "--batch-size", "20000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=(lambda: signal.signal(sig, signal.SIG_IGN)) if ignored else None)
+                            preexec_fn=(lambda: signal.signal(sig, signal.SIG_IGN)) if ignored else default_signals)
     deadline = time.monotonic() + 120
     while not list(out.parent.glob(f".{out.name}{TEMP_MARK}*")):  # the job is writing its temporary
         assert proc.poll() is None, proc.communicate()

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child import default_signals
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kbest_bleu"
 
@@ -131,7 +132,8 @@ w.AREAS["slow"] = slow
 w.warm_up(["slow"], processes=1)
 """
     env = {**os.environ, "TMPDIR": str(tmp), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     assert proc.stdout.readline().strip() == "started"
     assert any(tmp.rglob("table.tsv"))
     proc.send_signal(signal.SIGTERM)

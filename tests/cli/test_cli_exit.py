@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kbest_bleu.cli import SAMPLE, main
+from child import default_signals
 
 HYPS = ["the cat sat on the mat", "hello world", "a b c d"]
 REFS = ["the cat is on the mat", "hello there world", "a b c d e"]
@@ -120,7 +121,7 @@ def _blocked_on_stdin(pid: int) -> bool:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_while_reading_stdin_exits_128_plus_n(files, sig):
     proc = subprocess.Popen([sys.executable, "-m", "kbest_bleu", "corpus", "ref.txt"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=files)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=files, preexec_fn=default_signals)
     deadline = time.monotonic() + 60
     while not _blocked_on_stdin(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -29,6 +29,7 @@ from kbest_bleu.cli import main
 from kbest_bleu.errors import InputError
 from kbest_bleu.files import inputs, output, temporaries
 from kbest_bleu.files.temporaries import TEMP_MARK
+from child import default_signals
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "extensions"
 ROWS = [(0, "the cat sat on the mat", "the cat sat on a mat"), (0, "a cat sat on the mat", "the cat sat on a mat"),
@@ -401,7 +402,8 @@ def test_a_signal_removes_work_directories_and_temporaries(tmp_path, private_tmp
     target = tmp_path / "out.txt"
     target.write_text("previous")
     proc = subprocess.Popen([sys.executable, "-c", _SLEEPER, str(target)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(private_tmp)})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(private_tmp)},
+                            preexec_fn=default_signals)
     work, tmp = proc.stdout.readline().split()
     assert Path(work).is_dir() and Path(tmp).exists()
     proc.send_signal(sig)
