@@ -272,7 +272,7 @@ def test_messages_say_what_was_wrong(tmp_path, capsys, kbest):
              (["metaeval", "judged", judged_table, "--metric", "m", "--pairs", tmp_path / "none.parquet"],
               "--pairs", "better_system, worse_system"),
              (["metaeval", "judged", judged_table, "--metric", "m", "--human", "h", "--compare", "m,z"],
-              "--compare: expected two of the --metric columns"),
+              "--compare: expected two different --metric columns"),
              (["metaeval", "judged", judged_table, "--metric", "m", "--human", "h", "--plot", link],
               "--plot", "the output path is the input file")]
     for argv, *words in cases:

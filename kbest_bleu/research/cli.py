@@ -189,8 +189,9 @@ def _cmd_judged(a: argparse.Namespace) -> int:
         raise InputError(f"--metric: {twice!r} is given twice, or is the --human column; name each metric column "
                          "once, apart from the human scores")
     check_judged_table(table, metrics, a.human, str(a.table))  # before the bootstrap runs: one line
-    if a.compare and (len(a.compare.split(",")) != 2 or any(n not in metrics for n in a.compare.split(","))):
-        raise InputError(f"--compare: expected two of the --metric columns as A,B, found {a.compare!r}")
+    pair = a.compare.split(",") if a.compare else []
+    if a.compare and (len(pair) != 2 or pair[0] == pair[1] or any(n not in metrics for n in pair)):
+        raise InputError(f"--compare: expected two different --metric columns as A,B, found {a.compare!r}")
     _check_plot(a)  # after the inputs are read (registered): the picture may not replace one of them
     if pairs is not None and pairs.num_rows == 0:
         raise InputError(f"{a.pairs}: no rows; expected judged segments")

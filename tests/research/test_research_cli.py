@@ -81,7 +81,10 @@ def test_judged_bad_input(tmp_path, capsys):
     assert "no column 'bleu'" in capsys.readouterr().err
     assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m,m2", "--human", "h",
                  "--compare", "m,x"]) == 2
-    assert "--compare: expected two of the --metric columns" in capsys.readouterr().err
+    assert "--compare: expected two different --metric columns" in capsys.readouterr().err
+    assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m,m2", "--human", "h",
+                 "--compare", "m,m"]) == 2  # a metric against itself (numpy warnings and a meaningless test before)
+    assert "--compare: expected two different --metric columns as A,B, found 'm,m'" in capsys.readouterr().err
     same = PAIRS.set_column(3, "worse_system", pa.array(["B", "C", "A", "B", "C"]))  # row 2: A better than A
     pq.write_table(same, tmp_path / "p.parquet")
     assert main(["metaeval", "judged", str(tmp_path / "t.parquet"), "--metric", "m", "--pairs",
