@@ -225,6 +225,10 @@ def write_format(src: "str | os.PathLike", dst: "str | os.PathLike", fmt: str, *
             raise InputError(f"{src}: no {name!r} column, needed to write {fmt}; columns are {', '.join(names)}")
     raw = meta.get(META_FORMAT) == fmt.encode() or (fmt == "nbest" and b"kbest_bleu.nbest_separator" in meta)
     if fmt in ("sockeye", "nested"):
+        if score_field not in (None, "model_score"):  # another would be ignored: the JSON formats keep every score
+            raise InputError(f"--score-field {score_field}: {fmt} keeps the model scores as its score and adds every "
+                             "scored column to each hypothesis (the field is chosen in the line formats: fairseq, "
+                             "marian, nbest, opennmt-*); leave it out")
         from .json_kbest import write_nested, write_sockeye
         added = [c for c in names if c not in READER_COLUMNS]
         taken = sorted(set(added) & _JSON_KEYS[fmt])

@@ -95,3 +95,10 @@ def test_references_on_later_lines_only_are_refused_not_dropped(here, capsys):
     Path("n.jsonl").write_text('{"id": "a", "hyps": ["x y"]}\n{"id": "b", "refs": ["x y"], "hyps": ["x y"]}\n')
     assert main(["convert", "n.jsonl", "o.parquet", "--format", "nested"]) == 2
     assert "line 2: 'refs', but the first line has none" in _err(capsys) and not Path("o.parquet").exists()
+
+
+@pytest.mark.parametrize("fmt", ["nested", "sockeye"])
+def test_score_field_is_refused_where_every_score_is_kept(here, capsys, fmt):
+    assert main(["score", "fs.out", "-r", "ref3.txt", "-o", "sc.parquet", "-q", "--sort"]) == 0
+    assert main(["convert", "sc.parquet", "x.json", "--to", fmt, "--score-field", "bleu"]) == 2
+    assert f"--score-field bleu: {fmt} keeps the model scores" in _err(capsys) and not Path("x.json").exists()
