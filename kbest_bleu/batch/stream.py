@@ -36,8 +36,8 @@ from ..metrics.bleu import Bleu, score_columns
 from .summary import MetricSummary, Summary, Tally
 
 __all__ = ["COMPRESSIONS", "META_SEGMENT", "MetricSummary", "SegmentChunk", "Summary", "Tally", "is_id_lists",
-           "job_config", "job_metrics", "output_schema", "produced_ahead", "score_batches", "score_columns", "score_table",
-           "whole_segments"]
+           "job_config", "job_metrics", "model_scores", "output_schema", "produced_ahead", "score_batches",
+           "score_columns", "score_table", "whole_segments"]
 
 COMPRESSIONS = ("zstd", "snappy", "lz4", "gzip", "brotli", "none")
 META_SIGNATURE = b"kbest_bleu.signature"
@@ -139,7 +139,7 @@ def _prepare_chunk(whole: SegmentChunk, metrics: Sequence[Metric], columns: Colu
             raise InputError(f"segment {labels[no_refs[0]]!r} (row {row0 + int(seg_ptr[no_refs[0]])}) has no "
                              f"references; expected at least one per segment in a batch job (an empty {empty} is a "
                              "valid, empty reference)")
-        model_score = _model_scores(chunk, columns.score, row0) if tallied else None
+        model_score = model_scores(chunk, columns.score, row0) if tallied else None
         countings = [_counting(m.counter(hyps, refs, seg_ptr, chunk, row0), source) for m in metrics]
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
@@ -147,19 +147,23 @@ def _prepare_chunk(whole: SegmentChunk, metrics: Sequence[Metric], columns: Colu
     return _Chunk(chunk, seg_ptr, row0, n_refs, model_score, countings, inputs, schema)
 
 
-def _model_scores(chunk: pa.Table, column: Optional[str], row0: int) -> Optional[np.ndarray]:
-    """The model scores float64[H] of ``column`` (None: no column), a finite number in every row: a
-    null, NaN or infinite score would pick a segment's 1-best by accident, as ``mbr`` and ``tune``
-    refuse them too."""
+def model_scores(table: pa.Table, column: Optional[str], row0: int = 0,
+                 option: str = "--score-col") -> Optional[np.ndarray]:
+    """The model scores float64[H] of ``column`` (None: no column): numbers, finite in every row.
+    A null, NaN or infinite score would choose among the hypotheses by accident (the score job's
+    1-best, ``mbr``'s weights); ``row0`` numbers the rows in messages, ``option`` names the column's
+    option."""
     if column is None:
         return None
-    values = one_array(chunk[column])
+    values = one_array(table[column])
+    if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
+        raise InputError(f"{option} {column}: has Arrow type {values.type}; expected numeric model scores")
     score = to_numpy(values).astype(np.float64)  # nulls read as NaN
     bad = np.flatnonzero(~np.isfinite(score))
     if bad.size:
         raise InputError(f"column {column!r}, row {row0 + int(bad[0])}: the model score is "
-                         f"{values[int(bad[0])].as_py()!r}; expected a finite number in every row (the summary's "
-                         "1-best is the segment's highest score); fix the column or leave --score-col out")
+                         f"{values[int(bad[0])].as_py()!r}; expected a finite number in every row (the model scores "
+                         f"choose among the hypotheses); fix the column or leave {option} out")
     return score
 
 

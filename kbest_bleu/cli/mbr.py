@@ -53,21 +53,12 @@ def _parquet(path: str, fmt: Optional[str], nbest_size: Optional[int], seg_cols:
     return src
 
 
-def _segment_weights(table, column: Optional[str], seg_ptr, temperature: float, option: str):
+def _segment_weights(table, column: Optional[str], seg_ptr, temperature: float, option: str, row0: int):
     """softmax(score / T) within each segment of ``column``'s model scores, or None (uniform)."""
-    if column is None:
-        return None
-    import numpy as np
-    import pyarrow as pa
-
+    from ..batch.stream import model_scores
     from ..tuning.objectives import segment_softmax
-    t = table.schema.field(column).type
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
-        raise InputError(f"{option} {column}: has Arrow type {t}; expected numeric model scores")
-    scores = table[column].to_numpy(zero_copy_only=False).astype(np.float64)
-    if not np.isfinite(scores).all():
-        raise InputError(f"{option} {column}: expected finite model scores in every row")
-    return segment_softmax(scores / temperature, seg_ptr)
+    scores = model_scores(table, column, row0, option)
+    return None if scores is None else segment_softmax(scores / temperature, seg_ptr)
 
 
 def _utilities(a: argparse.Namespace, hyps, seg_ptr, weights, refs, ref_ptr):
@@ -136,11 +127,12 @@ def _chunk_utilities(a: argparse.Namespace, chunk, pseudo, matrix, seg0: int):
     hyps = hypotheses_array(table[a.hyp_col], chunk.row0)
     if pseudo is None:
         refs, ref_ptr, ref_rows = None, seg_ptr, chunk.row0 + seg_ptr[:-1]
-        weights = _segment_weights(table, a.score_col, seg_ptr, a.temperature, "--score-col")
+        weights = _segment_weights(table, a.score_col, seg_ptr, a.temperature, "--score-col", chunk.row0)
     else:
         ptable, ref_ptr, ref_rows = pseudo.take(chunk.labels)
         refs = hypotheses_array(ptable[a.hyp_col])
-        weights = _segment_weights(ptable, a.pseudo_score_col, ref_ptr, a.temperature, "--pseudo-score-col")
+        weights = _segment_weights(ptable, a.pseudo_score_col, ref_ptr, a.temperature, "--pseudo-score-col",
+                                   int(ref_rows[0]) if len(ref_rows) else 0)
     k, r = np.diff(seg_ptr), np.diff(ref_ptr)
     utility = np.zeros(table.num_rows)
     for s0, s1 in _pair_groups(k * r):  # every utility counts K x R pairs at most
