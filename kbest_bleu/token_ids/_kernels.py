@@ -175,7 +175,7 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     # position sets of one short reference: by id (direct) or by local id (hashed); bits_segment
     masks = np.zeros((n_vocab if n_vocab > 0 else BITS + 1) if n_bits > 0 else 0, np.int64)
     hm = np.empty(max_hyp_tok if n_bits > 0 else 0, np.int64)  # the segment's hypothesis ids' sets
-    used = np.empty(n_count, np.int64)  # bits_count's scratch: positions taken, matches, per order
+    ends = np.empty(max_hyp_tok if n_bits > 0 and n_count > 4 else 0, np.int64)  # bits_count's, past order 4
     acc = np.empty(n_count, np.int64)
     n_cols = totals.shape[1]
     for s in range(s0, s1):
@@ -217,7 +217,7 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
         if one >= 0:  # matched on the reference's position sets (kbest_bleu.token_ids._bits)
             ra, rb = ref_ptr[one], ref_ptr[one + 1]
             bits_segment(tok, hyp_ptr, h0, h1, dup, out0, ref_tok, ra, rb, n_vocab, masks, uni,
-                         62 - sparse_capacity(rb - ra), seg_stamp, rid, hm, n_count, used, acc, matches)
+                         62 - sparse_capacity(rb - ra), seg_stamp, rid, hm, n_count, ends, acc, matches)
         else:
             # order 1: the references' distinct ids become the local ids 0..v-1 (the unigram nodes)
             ushift = 62 - sparse_capacity(a1 - a0)

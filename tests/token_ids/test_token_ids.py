@@ -121,14 +121,16 @@ def test_one_reference_at_the_position_set_limit_equals_reference(ref, g, direct
 
 
 @pytest.mark.parametrize("length", [62, 63, 64, 65])
-def test_repeated_ids_at_the_position_set_limit_equal_reference(length):
+@pytest.mark.parametrize("max_order", [3, 6, 9])
+def test_repeated_ids_at_the_position_set_limit_equal_reference(length, max_order):
     """Every position of the reference in the sets (one id repeated, two alternating) on either
-    side of the 64-id limit: the word's top (sign) bit, and an n-gram running past the reference's end."""
+    side of the 64-id limit: the word's top (sign) bit, and an n-gram running past the reference's end;
+    counted to orders 4, 7 and 10 (one, two and three blocks of four orders)."""
     hyps = [[1] * 70, [1] * length, [1, 2] * 35, [2, 1] * 33, [], [5, 1, 1]]
     for ref, direct in itertools.product(([1] * length, ([1, 2] * 40)[:length], [2] + [1] * (length - 1)),
                                          (True, False)):
         with _mode(direct):
-            got = token_ngram_stats(hyps, [[ref]], groups=len(hyps), max_order=6)
+            got = token_ngram_stats(hyps, [[ref]], groups=len(hyps), max_order=max_order)
         want = [R.stats(h, [ref], got.max_order + 1) for h in hyps]
         assert _stats_rows(got) == [(m, t, c, r) for m, t, c, r in want]
 
