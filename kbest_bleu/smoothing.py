@@ -198,7 +198,9 @@ def paper_precisions(method: int, m: np.ndarray, l: np.ndarray, c: np.ndarray, c
 def _brevity_penalty(c: np.ndarray, r: np.ndarray) -> np.ndarray:
     """BP = exp(min(0, 1 - r/c)) (Papineni et al. 2002, section 2.2.2); when c = 0, 0 for r > 0
     (1 - r/0 = -inf) and 1 for r = 0 (fmin drops the NaN of 0/0)."""
-    if np.minimum.reduce(c, axis=None, initial=1.0) > 0:  # no empty hypothesis: no error state (~1.5 us)
+    # lengths are >= 0, so no zero is no empty hypothesis: no error state (~1.5 us); counting the
+    # non-zeros is a third of the cost of a min reduction
+    if np.count_nonzero(c) == c.size:
         return np.exp(np.fmin(1.0 - r / c, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.exp(np.fmin(1.0 - r / c, 0.0))

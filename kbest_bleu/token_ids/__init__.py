@@ -46,7 +46,7 @@ from ..bleu import score_rows
 from ..config import BleuConfig
 from ..errors import InputError
 from ..stats import BleuStats, check_group_pointers, counting_args, kernel_rows, kernel_rows_back, threads_for
-from ._inputs import group_pointers, kernels, reference_rows, rows
+from ._inputs import batch_inputs, group_pointers, kernels, reference_rows, rows, segment_table
 
 __all__ = ["TokenBleuScorer", "pairwise_token_bleu", "segment_token_stats", "self_token_bleu", "token_bleu",
            "token_config", "token_ngram_stats", "token_rows"]
@@ -136,36 +136,6 @@ def token_rows(x: Any, pad_id: Any = None, what: str = "hypotheses") -> tuple[np
 
 # --- segments and counting ----------------------------------------------------------------------
 
-def _segments(n_rows: int, entry_ptr: np.ndarray, groups: Any, index: Any, n_entries_name: str) -> np.ndarray:
-    """The kernels' segment table int64[S, 6] (:mod:`kbest_bleu.token_ids._kernels`): each hypothesis
-    row (or group of rows) with the references of its entry."""
-    k = kernels()
-    n_entries = len(entry_ptr) - 1
-    gptr = np.arange(n_rows + 1, dtype=np.int64) if groups is None else group_pointers(groups, n_rows)
-    n_seg = len(gptr) - 1
-    if index is None:
-        if n_entries != n_seg:
-            unit = "hypothesis row" if groups is None else "group"
-            raise InputError(f"references: expected one entry of references per {unit} ({n_seg}), found "
-                             f"{n_entries}{n_entries_name}")
-        entry = slice(None)
-    else:
-        entry = np.asarray(index)
-        if entry.dtype.kind not in "iu" or entry.shape != (n_seg,):
-            raise InputError(f"index: expected {n_seg} integer reference entries (one per "
-                             f"{'row' if groups is None else 'group'}), found {entry.dtype} of shape {entry.shape}")
-        if entry.size and (entry.min() < 0 or entry.max() >= n_entries):
-            raise InputError(f"index: entries must be in 0..{n_entries - 1}, found {entry.min()}..{entry.max()}")
-    segs = np.empty((n_seg, 6), np.int64)
-    segs[:, k.SEG_H0] = gptr[:-1]
-    segs[:, k.SEG_H1] = gptr[1:]
-    segs[:, k.SEG_R0] = entry_ptr[:-1][entry]
-    segs[:, k.SEG_R1] = entry_ptr[1:][entry]
-    segs[:, k.SEG_OUT] = gptr[:-1]
-    segs[:, k.SEG_SKIP] = -1
-    return segs
-
-
 def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfig | tuple", stats_wanted: bool,
            dedupe: bool = True, n_vocab: Optional[int] = None) -> BleuStats:
     """Run the kernels over ``segs``; ``n_out`` output rows; ``cfg``: the config, or several
@@ -178,11 +148,12 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     for a in (tok, hyp_ptr, ref_tok, ref_ptr):  # this module's own array objects (views at most of a caller's)
         a.setflags(write=False)  # as a scorer's references and Arrow's views: one specialization of the kernels
     n_cols, n_count = _counted_orders(configs, stats_wanted)
-    # column-major, as the text kernels' output: each order one contiguous column for the smoothings
+    # column-major, as the text kernels' output: each order one contiguous column for the smoothings;
+    # the four arrays are views of one zeroed block (one allocation, ~0.5 us less on a small batch)
     n_alloc = kernel_rows(n_out)
-    matches = np.zeros((n_cols, n_alloc), np.int32).T
-    totals = np.zeros((n_cols, n_alloc), np.int32).T
-    hyp_len, ref_len = np.zeros(n_alloc, np.int32), np.zeros(n_alloc, np.int32)
+    block = np.zeros((2 * n_cols + 2, n_alloc), np.int32)
+    matches, totals = block[:n_cols].T, block[n_cols:2 * n_cols].T
+    hyp_len, ref_len = block[2 * n_cols], block[2 * n_cols + 1]
     policy = getattr(k, configs[0].ref_length.upper())  # k.CLOSEST, k.SHORTEST or k.AVERAGE
     n_vocab = _direct_vocab(ref_tok, k) if n_vocab is None else n_vocab
     n_threads, n_ids = 1, tok.size + ref_tok.size
@@ -205,14 +176,14 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     return BleuStats(*kernel_rows_back((matches, totals, hyp_len, ref_len), n_out))
 
 
-def _direct_vocab(ref_tok: np.ndarray, k: Any) -> int:
+def _direct_vocab(ref_tok: np.ndarray, k: Any, id_range: Optional[tuple] = None) -> int:
     """The size of the direct id table for these references, or 0 for the hashed one: direct when
     every reference id is in 0..V-1 with V small next to the batch (no table proportional to a
     vocabulary the batch does not use: a large or sparse id range takes the hashed path).
-    ``k``: the kernels module."""
+    ``k``: the kernels module; ``id_range``: (min, max) of ``ref_tok`` where known."""
     if ref_tok.size == 0:
         return 0
-    lo, hi = k.id_range(ref_tok)
+    lo, hi = k.id_range(ref_tok) if id_range is None else id_range
     return hi + 1 if lo >= 0 and hi < min(max(_DIRECT_IDS, _DIRECT_PER_ID * ref_tok.size), _DIRECT_MAX) else 0
 
 
@@ -220,6 +191,8 @@ def _thread_cut(hyp_ptr: np.ndarray, ref_ptr: np.ndarray, segs: np.ndarray, n_ru
     """Segment bounds int64[C+1] cutting the segments into about ``n_runs`` runs of about equal
     work (hypothesis plus reference ids), each of at most :data:`_MAX_RUN` segments (a tuple for
     one run: a small batch's call skips making an array)."""
+    if n_runs == 1 and len(segs) <= _MAX_RUN:
+        return (0, len(segs))
     k = kernels()
     n = max(1, min(len(segs), max(n_runs, -(-len(segs) // _MAX_RUN))))
     if n == 1:
@@ -277,10 +250,9 @@ def token_ngram_stats(hypotheses: Any, references: Any, *, pad_id: Any = None, g
     ``tokenize="none"``; :func:`kbest_bleu.bleu.corpus_score` and the others take them.
     """
     cfg = _config(config, bleu_options)
-    hyp = token_rows(hypotheses, pad_id, "hypotheses")
-    ids, ptr, entry_ptr = reference_rows(references, pad_id)
-    segs = _segments(len(hyp[1]) - 1, entry_ptr, groups, None, "")
-    return _count(hyp, (ids, ptr), segs, len(hyp[1]) - 1, cfg, stats_wanted=True)
+    hyp, ref, segs, ref_range = batch_inputs(hypotheses, references, pad_id, groups)
+    return _count(hyp, ref, segs, len(hyp[1]) - 1, cfg, stats_wanted=True,
+                  n_vocab=_direct_vocab(ref[0], kernels(), ref_range))
 
 
 def segment_token_stats(hypotheses: Any, references: Any, seg_ptr: Any, *configs: BleuConfig, pad_id: Any = None,
@@ -309,7 +281,7 @@ def segment_token_stats(hypotheses: Any, references: Any, seg_ptr: Any, *configs
     if len(entry_ptr) - 1 == n_rows and n_rows != len(gptr) - 1:
         _check_rows_repeat(ids, ptr, entry_ptr, gptr, row_offset)
         index = gptr[:-1]  # each segment takes its first row's references
-    segs = _segments(n_rows, entry_ptr, gptr, index, " (or one per hypothesis row)")
+    segs = segment_table(n_rows, entry_ptr, gptr, index, " (or one per hypothesis row)")
     return _count(hyp, (ids, ptr), segs, n_rows, configs, stats_wanted=True)
 
 
@@ -355,11 +327,10 @@ def token_bleu(hypotheses: Any, references: Any, *, pad_id: Any = None, groups: 
     """
     cfg = _config(config, bleu_options)
     out = _out_dtype(dtype)
-    hyp = token_rows(hypotheses, pad_id, "hypotheses")
-    ids, ptr, entry_ptr = reference_rows(references, pad_id)
-    n_rows = len(hyp[1]) - 1
-    segs = _segments(n_rows, entry_ptr, groups, None, "")
-    return _scores(_count(hyp, (ids, ptr), segs, n_rows, cfg, stats_wanted=False), cfg, out)
+    hyp, ref, segs, ref_range = batch_inputs(hypotheses, references, pad_id, groups)
+    stats = _count(hyp, ref, segs, len(hyp[1]) - 1, cfg, stats_wanted=False,
+                   n_vocab=_direct_vocab(ref[0], kernels(), ref_range))
+    return _scores(stats, cfg, out)
 
 
 class TokenBleuScorer:
@@ -407,8 +378,8 @@ class TokenBleuScorer:
     def _stats(self, hypotheses: Any, groups: Any, index: Any, stats_wanted: bool) -> BleuStats:
         hyp = token_rows(hypotheses, self.pad_id, "hypotheses")
         n_rows = len(hyp[1]) - 1
-        segs = _segments(n_rows, self._entry_ptr, groups, index,
-                         " (pass index= to score against some of the scorer's entries)")
+        segs = segment_table(n_rows, self._entry_ptr, groups, index,
+                             " (pass index= to score against some of the scorer's entries)")
         return _count(hyp, self._refs, segs, n_rows, self.config, stats_wanted, n_vocab=self._n_vocab)
 
 

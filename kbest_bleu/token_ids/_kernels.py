@@ -405,6 +405,25 @@ def compress_rows(x, pad, flat, ptr):
 
 
 @njit(cache=True, nogil=True)
+def padded_batch(hyp, ref, pad, group, tok, hyp_ptr, ref_tok, ref_ptr, segs):
+    """A reward's batch in one call: the rows of the 2-D arrays ``hyp`` and ``ref`` without the
+    ``pad`` ids as CSR (:func:`compress_rows` into tok, hyp_ptr and ref_tok, ref_ptr), and the segment
+    table ``segs`` int64[R, 6]: rows g*group..(g+1)*group-1 against reference row g. Returns the
+    numbers of hypothesis and reference ids and the (min, max) of the reference ids (0, -1 for none)."""
+    n_tok = compress_rows(hyp, pad, tok, hyp_ptr)
+    n_ref = compress_rows(ref, pad, ref_tok, ref_ptr)
+    for g in range(segs.shape[0]):
+        segs[g, SEG_H0] = g * group
+        segs[g, SEG_H1] = (g + 1) * group
+        segs[g, SEG_R0] = g
+        segs[g, SEG_R1] = g + 1
+        segs[g, SEG_OUT] = g * group
+        segs[g, SEG_SKIP] = -1
+    lo, hi = id_range(ref_tok[:n_ref]) if n_ref > 0 else (0, -1)
+    return n_tok, n_ref, lo, hi
+
+
+@njit(cache=True, nogil=True)
 def id_range(ids):
     """(min, max) of a non-empty int64 array in one pass, where numpy takes two calls (~2 us each
     on a small batch's references)."""

@@ -18,6 +18,7 @@ from nltk.translate.bleu_score import SmoothingFunction
 from nltk.translate.bleu_score import sentence_bleu as nltk_sentence_bleu
 
 import kbest_bleu.token_ids as T
+import kbest_bleu.token_ids._inputs as _inputs
 from kbest_bleu import settings
 from kbest_bleu.bleu import corpus_bleu, corpus_score, score_kbest
 from kbest_bleu.config import BleuConfig
@@ -243,6 +244,35 @@ def test_pad_anywhere_is_dropped(rows, data):
     assert _stats_rows(token_ngram_stats(padded, ref_padded, pad_id=PAD)) == _stats_rows(want)
     ids, ptr = token_rows(padded, PAD)
     assert [list(ids[ptr[i]:ptr[i + 1]]) for i in range(len(rows))] == rows
+
+
+@pytest.mark.jit_free
+@given(st.integers(1, 3), st.integers(0, 4), st.integers(0, 6), st.sampled_from(["int8", "int32", "int64", "uint64"]),
+       st.sampled_from(["int8", "int64", "uint64"]), st.booleans(), st.data())
+def test_reward_shape_in_one_call_equals_the_forms_apart(g, n_refs, width, dtype, ref_dtype, grouped, data):
+    """2-D hypotheses and 2-D references (one per row or group) with a pad id take one kernel call
+    (``_inputs.batch_inputs``): the same CSR rows, segment table and reference id range as
+    ``rows``, ``reference_rows`` and ``segment_table`` make apart, with pad ids anywhere, rows all
+    padding, ids at the dtype's limits, uint64 read as int64."""
+    g = g if grouped else 1
+
+    def values(dt):
+        return [int(np.iinfo(dt).min), int(np.iinfo(dt).max), 0, 1, 2]
+
+    def array(n_rows, dt):
+        cells = data.draw(st.lists(st.sampled_from(values(dt)), min_size=n_rows * width, max_size=n_rows * width))
+        return np.array(cells, dt).reshape(n_rows, width)
+    hyp, ref = array(n_refs * g, dtype), array(n_refs, ref_dtype)
+    pad = data.draw(st.sampled_from(values(dtype) + values(ref_dtype)))
+    hyp_rows, ref_rows, segs, ref_range = _inputs.batch_inputs(hyp, ref, pad, g if grouped else None)
+    want_hyp = token_rows(hyp, pad)
+    ids, ptr, entry_ptr = _inputs.reference_rows(ref, pad)
+    want_segs = _inputs.segment_table(len(hyp), entry_ptr, g if grouped else None, None, "")
+    for got, want in zip((*hyp_rows, *ref_rows, segs), (*want_hyp, ids, ptr, want_segs)):
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    # the range comes from the one call (the forms apart, which a pad outside a dtype takes, leave it to the counting)
+    one_call = all(np.iinfo(d).min <= pad <= np.iinfo(d).max for d in (dtype, ref_dtype))
+    assert ref_range == ((int(ids.min()), int(ids.max())) if ids.size and one_call else None)
 
 
 def test_no_pad_id_counts_every_id_and_out_of_range_pad():
