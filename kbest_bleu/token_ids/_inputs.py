@@ -405,19 +405,19 @@ def batch_inputs(hypotheses: Any, references: Any, pad_id: Any, groups: Any) -> 
     the segment table of :func:`segment_table`, the (min, max) of the reference ids or None where
     not found on the way).
 
-    The shape of a reward (a 2-D array of hypotheses, a 2-D array of one reference per row or per
-    group of ``groups`` rows, a pad id that both dtypes hold) takes one kernel call
-    (:func:`kbest_bleu.token_ids._kernels.padded_batch`), the same arrays as :func:`rows`,
-    :func:`reference_rows` and :func:`segment_table` make apart: ~5 us less on a 64 x 64 batch,
-    a tenth of its call. Every other input, or a count that does not fit, takes those (and their
-    messages)."""
+    The shape of a reward (a 2-D array of hypotheses; a 2-D array of one reference, or a 3-D array
+    of several, per row or per group of ``groups`` rows; a pad id that both dtypes hold) takes one
+    kernel call (:func:`kbest_bleu.token_ids._kernels.padded_batch`), the same arrays as
+    :func:`rows`, :func:`reference_rows` and :func:`segment_table` make apart: ~5 us less on a
+    64 x 64 batch, a tenth of its call. Every other input, or a count that does not fit, takes
+    those (and their messages)."""
     pad = _pad_value(pad_id)
     if pad is not None and (groups is None or type(groups) is int) and not (
             _is_arrow(hypotheses) or _is_arrow(references)):  # (Arrow arrays expose __array__ too)
         hyp, refs = _from_object(hypotheses, "hypotheses"), _from_object(references, "references")
     else:
         hyp = refs = None
-    if (isinstance(hyp, np.ndarray) and isinstance(refs, np.ndarray) and hyp.ndim == 2 and refs.ndim == 2
+    if (isinstance(hyp, np.ndarray) and isinstance(refs, np.ndarray) and hyp.ndim == 2 and refs.ndim in (2, 3)
             and hyp.dtype.kind in "iu" and refs.dtype.kind in "iu"):
         # a pad id that both dtypes hold is one int64 in both (uint64 ids above 2**63 fit no signed dtype)
         hyp_pad, ref_pad = _pad_in(pad, hyp.dtype), _pad_in(pad, refs.dtype)
@@ -425,11 +425,15 @@ def batch_inputs(hypotheses: Any, references: Any, pad_id: Any, groups: Any) -> 
         if hyp_pad is not None and ref_pad is not None and group >= 1 and len(refs) * group == n_rows:
             x = np.ascontiguousarray(_integer_array(hyp, "hypotheses"))
             r = np.ascontiguousarray(_integer_array(refs, "references"))
+            per_entry = 1 if r.ndim == 2 else r.shape[1]
+            r = r.reshape(len(r) * per_entry, r.shape[-1])
             tok, hyp_ptr = np.empty(x.size, np.int64), np.empty(n_rows + 1, np.int64)
             ref_tok, ref_ptr = np.empty(r.size, np.int64), np.empty(len(r) + 1, np.int64)
-            segs = np.empty((len(r), 6), np.int64)
-            n_tok, n_ref, lo, hi = kernels().padded_batch(x, r, hyp_pad, group, tok, hyp_ptr, ref_tok, ref_ptr, segs)
-            return (tok[:n_tok], hyp_ptr), (ref_tok[:n_ref], ref_ptr), segs, (lo, hi) if n_ref else None
+            segs = np.empty((len(refs), 6), np.int64)
+            n_tok, n_ids, n_refs, lo, hi = kernels().padded_batch(x, r, hyp_pad, group, per_entry, refs.ndim == 3,
+                                                                  tok, hyp_ptr, ref_tok, ref_ptr, segs)
+            return ((tok[:n_tok], hyp_ptr), (ref_tok[:n_ids], ref_ptr[:n_refs + 1]), segs,
+                    (lo, hi) if n_ids else None)
     hyp_rows = rows(hypotheses, pad_id, "hypotheses")
     ids, ptr, entry_ptr = reference_rows(references, pad_id)
     return hyp_rows, (ids, ptr), segment_table(len(hyp_rows[1]) - 1, entry_ptr, groups, None, ""), None

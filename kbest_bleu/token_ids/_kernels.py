@@ -173,7 +173,10 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
     n_live = np.empty(max_hyps + max_refs, np.int64)  # list lengths: the hypotheses', then the references'
     dup = np.empty(max_hyps, np.int64)
     # position sets of one short reference: by id (direct) or by local id (hashed); bits_segment
-    masks = np.zeros((n_vocab if n_vocab > 0 else BITS + 1) if n_bits > 0 else 0, np.int64)
+    # (by id: uninitialized, each set valid where ``owner`` holds its segment's stamp)
+    masks = (np.empty(n_vocab, np.int64) if n_vocab > 0 else np.zeros(BITS + 1, np.int64)) if n_bits > 0 else (
+        np.empty(0, np.int64))
+    owner = np.zeros(n_vocab if n_bits > 0 else 0, np.int32)
     hm = np.empty(max_hyp_tok if n_bits > 0 else 0, np.int64)  # the segment's hypothesis ids' sets
     ends = np.empty(max_hyp_tok if n_bits > 0 and n_count > 4 else 0, np.int64)  # bits_count's, past order 4
     acc = np.empty(n_count, np.int64)
@@ -216,7 +219,7 @@ def token_run(tok, hyp_ptr, ref_tok, ref_ptr, segs, s0, s1, n_count, policy, ded
         one = one_short_reference(ref_ptr, r0, r1, skip)
         if one >= 0:  # matched on the reference's position sets (kbest_bleu.token_ids._bits)
             ra, rb = ref_ptr[one], ref_ptr[one + 1]
-            bits_segment(tok, hyp_ptr, h0, h1, dup, out0, ref_tok, ra, rb, n_vocab, masks, uni,
+            bits_segment(tok, hyp_ptr, h0, h1, dup, out0, ref_tok, ra, rb, n_vocab, masks, owner, uni,
                          62 - sparse_capacity(rb - ra), seg_stamp, rid, hm, n_count, ends, acc, matches)
         else:
             # order 1: the references' distinct ids become the local ids 0..v-1 (the unigram nodes)
@@ -405,22 +408,31 @@ def compress_rows(x, pad, flat, ptr):
 
 
 @njit(cache=True, nogil=True)
-def padded_batch(hyp, ref, pad, group, tok, hyp_ptr, ref_tok, ref_ptr, segs):
+def padded_batch(hyp, ref, pad, group, per_entry, drop_empty, tok, hyp_ptr, ref_tok, ref_ptr, segs):
     """A reward's batch in one call: the rows of the 2-D arrays ``hyp`` and ``ref`` without the
     ``pad`` ids as CSR (:func:`compress_rows` into tok, hyp_ptr and ref_tok, ref_ptr), and the segment
-    table ``segs`` int64[R, 6]: rows g*group..(g+1)*group-1 against reference row g. Returns the
-    numbers of hypothesis and reference ids and the (min, max) of the reference ids (0, -1 for none)."""
+    table ``segs`` int64[E, 6]: rows g*group..(g+1)*group-1 against the references of entry g, rows
+    g*per_entry..(g+1)*per_entry-1 of ``ref``. With ``drop_empty`` (a 3-D array's references), a
+    non-empty row of only pad ids is no reference (dropped; the others stay contiguous). Returns the
+    numbers of hypothesis ids, reference ids and references kept, and the (min, max) of the
+    reference ids (0, -1 for none)."""
     n_tok = compress_rows(hyp, pad, tok, hyp_ptr)
     n_ref = compress_rows(ref, pad, ref_tok, ref_ptr)
+    kept = 0
     for g in range(segs.shape[0]):
         segs[g, SEG_H0] = g * group
         segs[g, SEG_H1] = (g + 1) * group
-        segs[g, SEG_R0] = g
-        segs[g, SEG_R1] = g + 1
+        segs[g, SEG_R0] = kept
+        for r in range(g * per_entry, (g + 1) * per_entry):
+            end = ref_ptr[r + 1]
+            if not (drop_empty and ref.shape[1] > 0 and end == ref_ptr[kept]):
+                kept += 1
+                ref_ptr[kept] = end
+        segs[g, SEG_R1] = kept
         segs[g, SEG_OUT] = g * group
         segs[g, SEG_SKIP] = -1
     lo, hi = id_range(ref_tok[:n_ref]) if n_ref > 0 else (0, -1)
-    return n_tok, n_ref, lo, hi
+    return n_tok, n_ref, kept, lo, hi
 
 
 @njit(cache=True, nogil=True)

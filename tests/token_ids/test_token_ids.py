@@ -248,21 +248,24 @@ def test_pad_anywhere_is_dropped(rows, data):
 
 @pytest.mark.jit_free
 @given(st.integers(1, 3), st.integers(0, 4), st.integers(0, 6), st.sampled_from(["int8", "int64", "uint64"]),
-       st.sampled_from(["int8", "int64", "uint64"]), st.booleans(), st.data())
-def test_reward_shape_in_one_call_equals_the_forms_apart(g, n_refs, width, dtype, ref_dtype, grouped, data):
-    """2-D hypotheses and 2-D references (one per row or group) with a pad id take one kernel call
-    (``_inputs.batch_inputs``): the same CSR rows, segment table and reference id range as
-    ``rows``, ``reference_rows`` and ``segment_table`` make apart, with pad ids anywhere, rows all
-    padding, ids at the dtype's limits, uint64 read as int64."""
+       st.sampled_from(["int8", "int64", "uint64"]), st.booleans(), st.sampled_from([None, 0, 1, 3]), st.data())
+def test_reward_shape_in_one_call_equals_the_forms_apart(g, n_refs, width, dtype, ref_dtype, grouped, per_entry, data):
+    """2-D hypotheses and 2-D references (one per row or group) or 3-D ones (``per_entry`` each,
+    an all-pad one absent) with a pad id take one kernel call (``_inputs.batch_inputs``): the same
+    CSR rows, segment table and reference id range as ``rows``, ``reference_rows`` and
+    ``segment_table`` make apart, with pad ids anywhere, rows all padding, ids at the dtype's
+    limits, uint64 read as int64."""
     g = g if grouped else 1
 
     def values(dt):
         return [int(np.iinfo(dt).min), int(np.iinfo(dt).max), 0, 1, 2]
 
-    def array(n_rows, dt):
-        cells = data.draw(st.lists(st.sampled_from(values(dt)), min_size=n_rows * width, max_size=n_rows * width))
-        return np.array(cells, dt).reshape(n_rows, width)
-    hyp, ref = array(n_refs * g, dtype), array(n_refs, ref_dtype)
+    def array(shape, dt):
+        size = int(np.prod(shape))
+        return np.array(data.draw(st.lists(st.sampled_from(values(dt)), min_size=size, max_size=size)),
+                        dt).reshape(shape)
+    hyp = array((n_refs * g, width), dtype)
+    ref = array((n_refs, width) if per_entry is None else (n_refs, per_entry, width), ref_dtype)
     pad = data.draw(st.sampled_from(values(dtype) + values(ref_dtype)))
     hyp_rows, ref_rows, segs, ref_range = _inputs.batch_inputs(hyp, ref, pad, g if grouped else None)
     want_hyp = token_rows(hyp, pad)
