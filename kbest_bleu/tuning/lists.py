@@ -169,8 +169,18 @@ class KbestLists:
         return arr
 
     def model_scores(self, w: np.ndarray) -> np.ndarray:
-        """w . f of every hypothesis: float64[H]."""
-        return self.features @ self.check_weights(w)
+        """w . f of every hypothesis: float64[H]; :class:`InputError` where a score overflows
+        float64 (weights too large for the features: argmax over infinities would pick a 1-best
+        at random)."""
+        w = self.check_weights(w)
+        with np.errstate(over="ignore", invalid="ignore"):  # said below, in one line
+            scores = self.features @ w
+        if not np.isfinite(scores).all():
+            row = int(np.flatnonzero(~np.isfinite(scores))[0])
+            raise InputError(f"weights: the model score w . f of row {row} is {scores[row]} (float64 overflows: "
+                             f"weights up to {np.abs(w).max():.3g} against features up to "
+                             f"{np.abs(self.features[row]).max():.3g}); scale the weights down")
+        return scores
 
     def one_best(self, w: np.ndarray) -> np.ndarray:
         """Row of the highest model score in each segment (first on ties): int64[S]."""

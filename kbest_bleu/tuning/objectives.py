@@ -37,9 +37,14 @@ def expected_bleu(kb: KbestLists, w: np.ndarray, bleu: np.ndarray, lam: float = 
     starts, sizes = kb.seg_ptr[:-1], np.diff(kb.seg_ptr)
     expected = np.add.reduceat(p * bleu, starts)
     weight = kb.ref_len if segments is None else np.where(segments, kb.ref_len, 0.0)
-    loss = lam * (w @ w) - (weight * expected).sum()
     coef = np.repeat(weight, sizes) * p * (bleu - np.repeat(expected, sizes))
-    return float(loss), 2 * lam * w - kb.features.T @ coef
+    with np.errstate(over="ignore", invalid="ignore"):  # said below, in one line
+        loss = lam * (w @ w) - (weight * expected).sum()
+        grad = 2 * lam * w - kb.features.T @ coef
+    if not (np.isfinite(loss) and np.isfinite(grad).all()):
+        raise InputError(f"expected BLEU: the objective or its gradient overflows float64 (lam {lam:.3g}, "
+                         f"weights up to {np.abs(w).max():.3g}); use a smaller lam (--lam) or smaller weights")
+    return float(loss), grad
 
 
 def background_bleu(kb: KbestLists, bg: np.ndarray) -> np.ndarray:

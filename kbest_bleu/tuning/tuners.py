@@ -121,6 +121,8 @@ def tune_expected_bleu(lists: Sequence[KbestLists], w0: np.ndarray, lam: float =
         bleu = sentence_scores(pool.stats, cfg)
         mom, vel, step = np.zeros_like(w), np.zeros_like(w), 0
         n_seg = len(pool.seg_ptr) - 1
+        if not np.isfinite(lam * n_seg):  # a minibatch's share, lam * len(part) / n_seg, is made from it
+            raise InputError(f"lam: {lam:g} x {n_seg} segments overflows float64; use a smaller lam (--lam)")
         for _ in range(epochs):
             for part in np.array_split(rng.permutation(n_seg), max(1, n_seg // batch)):
                 mask = np.zeros(n_seg, bool)

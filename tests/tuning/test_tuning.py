@@ -397,3 +397,31 @@ def test_pro_regression_on_separable_pairs_warns_nothing():
         w = _logistic_regression(x, y)
     cos = w @ np.array([1.0, 0.5]) / np.linalg.norm(w) / np.linalg.norm([1.0, 0.5])
     assert np.isfinite(w).all() and np.linalg.norm(w) > 10 and cos > 0.99  # the separating direction
+
+
+def test_weights_or_lam_that_overflow_are_one_error_without_warnings(tmp_path):
+    """Weights too large for the features made w . f infinite: a RuntimeWarning, then an argmax
+    over infinities (a 1-best at random) or NaN weights named as the user's; a lam near 1e308 made
+    the objective NaN. Each is now one InputError saying which number, and numpy says nothing."""
+    import subprocess
+    import warnings
+
+    from kbest_bleu.errors import InputError
+    from kbest_bleu.tuning.objectives import expected_bleu
+    lists, _, _ = _synthetic(n_seg=4, k=5, n_feat=3)
+    bleu = kb.sentence_scores(lists.stats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for call, said in [(lambda: lists.model_scores(np.array([1e308, 1e308, 1e308])), "model score w . f of row"),
+                           (lambda: lists.one_best(np.array([1e308, -1e308, 1.0])), "scale the weights down"),
+                           (lambda: expected_bleu(lists, np.full(3, 1e200), bleu, lam=1.0), "use a smaller lam"),
+                           (lambda: tune_expected_bleu([lists], np.zeros(3), lam=1e308, epochs=1), r"lam: 1e\+308")]:
+            with pytest.raises(InputError, match=said) as exc:
+                call()
+            assert "\n" not in str(exc.value)
+        assert np.isfinite(lists.model_scores(np.array([1e300, 1.0, 1.0]) * 1e-300)).all()  # (a finite case stays)
+    sample = Path(kb.__file__).parent / "data" / "moses_100best_sample.parquet"
+    for extra in (["--init", ",".join(["1e308"] * 14)], ["--method", "ebleu", "--lam", "1e308"]):
+        run = subprocess.run([sys.executable, "-m", "kbest_bleu", "tune", str(sample), *extra], capture_output=True,
+                             text=True, cwd=tmp_path)
+        assert run.returncode == 2 and run.stderr.count("\n") == 1 and "Warning" not in run.stderr, run.stderr
