@@ -55,10 +55,21 @@ def _parquet(path: str, fmt: Optional[str], nbest_size: Optional[int], seg_cols:
 
 def _segment_weights(table, column: Optional[str], seg_ptr, temperature: float, option: str, row0: int):
     """softmax(score / T) within each segment of ``column``'s model scores, or None (uniform)."""
+    import numpy as np
+
     from ..batch.stream import model_scores
     from ..tuning.objectives import segment_softmax
     scores = model_scores(table, column, row0, option)
-    return None if scores is None else segment_softmax(scores / temperature, seg_ptr)
+    if scores is None:
+        return None
+    with np.errstate(over="ignore"):  # said below, in one line
+        scaled = scores / temperature
+    if not np.isfinite(scaled).all():
+        row = int(np.flatnonzero(~np.isfinite(scaled))[0])
+        raise InputError(f"{option}: column {column!r}, row {row + row0}: the model score {scores[row]:g} divided by "
+                         f"--temperature {temperature:g} overflows float64; use a larger --temperature or scale the "
+                         "scores down")
+    return segment_softmax(scaled, seg_ptr)
 
 
 def _utilities(a: argparse.Namespace, hyps, seg_ptr, weights, refs, ref_ptr):

@@ -15,10 +15,13 @@ __all__ = ["background_bleu", "expected_bleu", "hope_fear_model", "moses_matrix"
 
 
 def segment_softmax(scores: np.ndarray, seg_ptr: np.ndarray) -> np.ndarray:
-    """Per-segment softmax of ``scores`` (log-sum-exp stable): float64[H]."""
+    """Per-segment softmax of ``scores`` (log-sum-exp stable): float64[H]. A difference from the
+    segment's maximum beyond float64 (scores near -1e308 and 1e308) is -inf, whose exp is the
+    limit 0: numpy's overflow warning is not raised."""
     starts = seg_ptr[:-1]
     sizes = np.diff(seg_ptr)
-    z = np.exp(scores - np.repeat(np.maximum.reduceat(scores, starts), sizes))
+    with np.errstate(over="ignore"):
+        z = np.exp(scores - np.repeat(np.maximum.reduceat(scores, starts), sizes))
     return z / np.repeat(np.add.reduceat(z, starts), sizes)
 
 

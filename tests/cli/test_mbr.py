@@ -350,3 +350,29 @@ def test_chrf_plus_plus_takes_the_word_order_given(tmp_path):
                      str(tmp_path / "out.parquet"), *extra]) == 0
         got = pq.read_table(tmp_path / "out.parquet")["mbr_utility"].to_numpy()
         assert np.abs(got - _expected(table, _chrf(order))).max() <= 1e-12
+
+
+def test_model_scores_near_the_float64_limit(tmp_path, capsys):
+    """Scores of +-1.7e308: divided by a small temperature they overflowed (numpy's warnings, then
+    NaN probabilities refused in words naming none of it); at T = 1, a segment's differences from
+    its maximum overflow to -inf, whose exp is the limit 0, and numpy warned of it."""
+    import warnings
+
+    from kbest_bleu.tuning.objectives import segment_softmax
+    table = _table(3)
+    scores = np.where(np.arange(table.num_rows) % 2 == 0, 1.7e308, -1.7e308)
+    table = table.set_column(table.schema.get_field_index("model_score"), "model_score", pa.array(scores))
+    pq.write_table(table, tmp_path / "in.parquet")
+    args = ["mbr", str(tmp_path / "in.parquet"), "-t", "none", "--score-col", "model_score", "-q", "-o"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main([*args, str(tmp_path / "a.parquet"), "--temperature", "1e-6"]) == 2
+        assert "divided by --temperature 1e-06 overflows float64" in _one_line_error(capsys)
+        assert main([*args, str(tmp_path / "b.parquet")]) == 0
+        np.testing.assert_array_equal(segment_softmax(np.array([1.7e308, -1.7e308, 5.0]), np.array([0, 2, 3])),
+                                      [1.0, 0.0, 1.0])
+    # each segment's weight is spread over its rows of the highest score, 0 on the others
+    seg = np.array(table["segment_id"].to_pylist())
+    top = np.array([scores[i] == scores[seg == seg[i]].max() for i in range(len(seg))], float)
+    out = pq.read_table(tmp_path / "b.parquet")
+    np.testing.assert_allclose(out["mbr_utility"].to_numpy(), _expected(table, _bleu, top), atol=1e-12)
