@@ -282,6 +282,8 @@ def test_column_and_option_mistakes_are_one_line_not_a_traceback(tmp_path, capsy
         (["metaeval", "judged", judged, "--metric", "human", "--human", "human"], "'human' is given twice"),
         (["export-moses", small, "--scores", tmp_path / "sc.txt.gz", "-t", "none"], "--scores"),
         (["export-moses", small, "--scores", tmp_path / "sc.parquet", "-t", "none"], "the name says parquet"),
+        # Moses' BleuScorer reads 9 statistics (kBleuNgramOrder = 4): other orders wrote files it misreads
+        (["export-moses", small, "--scores", tmp_path / "sc.txt", "--max-order", "16"], "--max-order 16: Moses'"),
         # options another choice would ignore: refused, not dropped
         (["mbr", small, "-t", "none", "-q", "--chrf-beta", "3"], "--chrf-beta: a chrF option, but --utility is bleu"),
         (["tune", small, "-t", "none", "--method", "pro", "--c", "5"], "--c: not an option of --method pro"),
@@ -293,4 +295,4 @@ def test_column_and_option_mistakes_are_one_line_not_a_traceback(tmp_path, capsy
         assert main([str(x) for x in argv]) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err and "Traceback" not in err, (argv, err)
-    assert not any((tmp_path / n).exists() for n in ("o.parquet", "sc.txt.gz", "sc.parquet"))
+    assert not any((tmp_path / n).exists() for n in ("o.parquet", "sc.txt.gz", "sc.parquet", "sc.txt"))
