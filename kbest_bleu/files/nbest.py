@@ -49,12 +49,51 @@ def parse_features(text: str) -> tuple[list, list]:
     return names, values
 
 
+class DenseGroups:
+    """The value counts of the Moses-style feature groups (``name= v1 v2 ...``) of the lines read
+    so far. A Moses feature function prints all of its values on every line; sparse features, one
+    value each, are the ones a line may leave out (read as 0). So a group of several values that a
+    line leaves out, brings in late, or gives another count is a damaged file, which padding with
+    zeros would misread: :meth:`check` refuses it."""
+
+    def __init__(self) -> None:
+        self.counts: dict = {}
+        self.lines = 0
+
+    def check(self, text: str, where: str) -> None:
+        """Check the feature string ``text`` of the next line; ``where`` starts the message."""
+        groups, current = {}, None
+        for item in text.split():
+            if item.endswith("="):
+                current = item[:-1]
+                groups[current] = 0
+            elif "=" in item:
+                current = None
+            elif current is not None:
+                groups[current] += 1
+        for name, count in groups.items():
+            known = self.counts.setdefault(name, count if self.lines == 0 or count == 1 else -1)
+            if known != count and not (known == 1 and count == 1):
+                before = "no line before has it" if known == -1 else f"the lines before have {known}"
+                raise InputError(f"{where}: feature {name!r} has {count} values, but {before}; a feature function "
+                                 "prints all its values on every line (the file is cut or damaged)")
+        for name, count in self.counts.items():
+            if count > 1 and name not in groups:
+                raise InputError(f"{where}: feature {name!r} is missing, where the lines before have its {count} "
+                                 "values; a feature function prints all its values on every line (the file is cut "
+                                 "or damaged)")
+        self.lines += 1
+
+
 def dense_features(texts: Sequence[Optional[str]], what: str = "features") -> tuple[list, list]:
     """Feature names (union, in order of first appearance) and one dense value list per text;
-    a feature absent from a text is 0 (sparse lists omit zero-valued features). A null text or
-    one that does not parse is an :class:`InputError` naming ``what`` and the row (from 0)."""
+    a feature absent from a text is 0 (sparse lists omit zero-valued features). A null text, one
+    that does not parse, or a Moses feature group of several values that a row leaves out or gives
+    another count (:class:`DenseGroups`) is an :class:`InputError` naming ``what`` and the row
+    (from 0)."""
     index: dict = {}
     parsed = []
+    groups = DenseGroups()
     for row, text in enumerate(texts):
         if not isinstance(text, str):
             raise InputError(f"{what} row {row}: the feature string is {'null' if text is None else repr(text)}; "
@@ -64,6 +103,7 @@ def dense_features(texts: Sequence[Optional[str]], what: str = "features") -> tu
         except ValueError as exc:
             raise InputError(f"{what} row {row}: {exc} in {text[:80]!r}; expected 'name= value ...' (Moses) or "
                              "'name=value ...' (Joshua)") from None
+        groups.check(text, f"{what} row {row}")
         for name in names:
             index.setdefault(name, len(index))
         parsed.append(dict(zip(names, vals)))
@@ -108,9 +148,14 @@ class NbestBatches:
         index: dict = {}  # feature name -> position in the dense lists
         ranks: dict = {}  # segment id -> lines of it so far (interleaved lists still number 0, 1, 2, ...)
         last, positions, identity = None, None, True
+        groups = DenseGroups()
         for no, line in enumerate(itertools.chain(first, lines), 1):
             sid, fields, names, values = _parse(line, sep, self.path, no)
-            if names != last:  # most lines repeat the names of the line before
+            if names != last or no == 1:  # most lines repeat the names (and the groups) of the line before
+                groups.check(fields[2], f"{self.path}: line {no}")
+            else:
+                groups.lines += 1
+            if names != last:
                 for name in names:
                     index.setdefault(name, len(index))
                 last, positions = names, [index[n] for n in names]

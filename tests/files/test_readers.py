@@ -255,6 +255,33 @@ def test_nbest_errors_name_the_line_of_a_late_batch(tmp_path, capsys):
     assert "line 334: could not parse" in capsys.readouterr().err
 
 
+
+@pytest.mark.parametrize("second, said", [
+    ("tm= 1 2 3 lm= -9", "line 2: feature 'tm' has 3 values, but the lines before have 4"),
+    ("lm= -9", "line 2: feature 'tm' is missing, where the lines before have its 4 values"),
+    ("tm= 1 2 3 4 lm= -9 d= 1 2", "line 2: feature 'd' has 2 values, but no line before has it"),
+    ("tm= 1 2 3 4 lm= -9 lm= 1 2", "line 2: feature 'lm' has 2 values, but the lines before have 1"),
+])
+def test_a_moses_feature_group_cut_short_is_refused_not_padded(tmp_path, second, said, capsys):
+    """A Moses feature function prints all its values on every line: a line with 3 of 'tm's 4
+    values read as tm_3 = 0 (padded like a sparse feature). Sparse features, one value each, still
+    come and go (0 where absent), and Joshua's 'name=value' lists are left as they were."""
+    from kbest_bleu.files.nbest import dense_features
+    path = tmp_path / "cut.nbest"
+    path.write_text(f"0 ||| a b ||| tm= 1 2 3 4 lm= -9 ||| -1\n0 ||| a c ||| {second} ||| -2\n", encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(said)):
+        read_nbest(path)
+    assert main(["convert", str(path), str(tmp_path / "o.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err and not (tmp_path / "o.parquet").exists()
+    with pytest.raises(InputError, match=re.escape(said.replace("line 2", "row 1"))):
+        dense_features(["tm= 1 2 3 4 lm= -9", second], "features")
+    fine = tmp_path / "sparse.nbest"  # sparse features coming and going, Joshua style
+    fine.write_text("0 ||| a ||| tm= 1 2 lm= -1 sp_x= 3 ||| -1\n0 ||| b ||| tm= 3 4 lm= -2 sp_y= 5 ||| -2\n"
+                    "1 ||| c ||| tm= 5 6 lm= -3 ||| -3\n", encoding="utf-8")
+    assert read_nbest(fine)["feature_values"].to_pylist() == [[1, 2, -1, 3, 0], [3, 4, -2, 0, 5], [5, 6, -3, 0, 0]]
+    assert dense_features(["lm_0=-1 tm_0=2", "lm_0=-2"], "features")[1] == [[-1.0, 2.0], [-2.0, 0.0]]
+
 # ---- memory ---------------------------------------------------------------------------------------
 
 # the child's own peak: VmHWM starts afresh at exec (ru_maxrss keeps the forking test process's)
