@@ -40,8 +40,8 @@ def export_moses(table: pa.Table, scores_path: "str | os.PathLike", features_pat
                          f"{', '.join(table.schema.names)}); expected n-best input from convert, or omit --features")
     cfg = job_config(config or BleuConfig(compat="moses"), table.schema, columns)
     if cfg.max_order != 4:  # mert/BleuScorer.h: kBleuNgramOrder = 4, 9 statistics per hypothesis
-        raise InputError(f"--max-order {cfg.max_order}: Moses' BLEU scorer reads the statistics of orders 1-4 "
-                         "(9 numbers per hypothesis); leave --max-order out")
+        raise InputError(f"max order {cfg.max_order}: Moses' BLEU scorer reads the statistics of orders 1-4 "
+                         "(9 numbers per hypothesis); use max order 4 (leave --max-order out)")
     source = str(inputs[0]) if inputs else "table"  # errors name the file the table came from
     if table.num_rows == 0:  # Moses' extractor files hold at least one segment
         raise InputError(f"{source}: no hypotheses; expected a K-best table with at least one row")

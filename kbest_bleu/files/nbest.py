@@ -73,10 +73,10 @@ class DenseGroups:
                 groups[current] += 1
         for name, count in groups.items():
             known = self.counts.setdefault(name, count if self.lines == 0 or count == 1 else -1)
-            if known != count and not (known == 1 and count == 1):
+            if known != count:
                 before = "no line before has it" if known == -1 else f"the lines before have {known}"
-                raise InputError(f"{where}: feature {name!r} has {count} values, but {before}; a feature function "
-                                 "prints all its values on every line (the file is cut or damaged)")
+                raise InputError(f"{where}: feature {name!r} has {count} value{'s' * (count != 1)}, but {before}; a "
+                                 "feature function prints all its values on every line (the file is cut or damaged)")
         for name, count in self.counts.items():
             if count > 1 and name not in groups:
                 raise InputError(f"{where}: feature {name!r} is missing, where the lines before have its {count} "

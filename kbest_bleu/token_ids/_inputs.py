@@ -412,11 +412,12 @@ def batch_inputs(hypotheses: Any, references: Any, pad_id: Any, groups: Any) -> 
     64 x 64 batch, a tenth of its call. Every other input, or a count that does not fit, takes
     those (and their messages)."""
     pad = _pad_value(pad_id)
+    hyp, refs = hypotheses, references
     if pad is not None and (groups is None or type(groups) is int) and not (
             _is_arrow(hypotheses) or _is_arrow(references)):  # (Arrow arrays expose __array__ too)
-        hyp, refs = _from_object(hypotheses, "hypotheses"), _from_object(references, "references")
-    else:
-        hyp = refs = None
+        hyp = _from_object(hypotheses, "hypotheses")
+        if isinstance(hyp, np.ndarray) and hyp.ndim == 2 and hyp.dtype.kind in "iu":  # (else its error comes first)
+            refs = _from_object(references, "references")
     if (isinstance(hyp, np.ndarray) and isinstance(refs, np.ndarray) and hyp.ndim == 2 and refs.ndim in (2, 3)
             and hyp.dtype.kind in "iu" and refs.dtype.kind in "iu"):
         # a pad id that both dtypes hold is one int64 in both (uint64 ids above 2**63 fit no signed dtype)
@@ -434,6 +435,7 @@ def batch_inputs(hypotheses: Any, references: Any, pad_id: Any, groups: Any) -> 
                                                                   tok, hyp_ptr, ref_tok, ref_ptr, segs)
             return ((tok[:n_tok], hyp_ptr), (ref_tok[:n_ids], ref_ptr[:n_refs + 1]), segs,
                     (lo, hi) if n_ids else None)
-    hyp_rows = rows(hypotheses, pad_id, "hypotheses")
-    ids, ptr, entry_ptr = reference_rows(references, pad_id)
+    # the forms apart, on what was read already (an exported tensor is not exported twice)
+    hyp_rows = rows(hyp, pad_id, "hypotheses")
+    ids, ptr, entry_ptr = reference_rows(refs, pad_id)
     return hyp_rows, (ids, ptr), segment_table(len(hyp_rows[1]) - 1, entry_ptr, groups, None, ""), None

@@ -283,7 +283,7 @@ def test_column_and_option_mistakes_are_one_line_not_a_traceback(tmp_path, capsy
         (["export-moses", small, "--scores", tmp_path / "sc.txt.gz", "-t", "none"], "--scores"),
         (["export-moses", small, "--scores", tmp_path / "sc.parquet", "-t", "none"], "the name says parquet"),
         # Moses' BleuScorer reads 9 statistics (kBleuNgramOrder = 4): other orders wrote files it misreads
-        (["export-moses", small, "--scores", tmp_path / "sc.txt", "--max-order", "16"], "--max-order 16: Moses'"),
+        (["export-moses", small, "--scores", tmp_path / "sc.txt", "--max-order", "16"], "max order 16: Moses'"),
         # options another choice would ignore: refused, not dropped
         (["mbr", small, "-t", "none", "-q", "--chrf-beta", "3"], "--chrf-beta: a chrF option, but --utility is bleu"),
         (["tune", small, "-t", "none", "--method", "pro", "--c", "5"], "--c: not an option of --method pro"),

@@ -550,6 +550,15 @@ def test_bad_input_raises_input_error(call):
     assert "\n" not in str(exc.value)
 
 
+def test_hypotheses_are_checked_before_references():
+    """The one-call path read the references before a 3-D array of hypotheses was refused: a
+    reference that could not be read was named instead (as before it, the hypotheses come first)."""
+    with pytest.raises(InputError, match="hypotheses: expected a 2-D array"):
+        token_bleu(np.zeros((1, 2, 4), np.int64), GPUTensor(), pad_id=0)
+    with pytest.raises(InputError, match="references: could not read the GPUTensor"):
+        token_bleu(np.zeros((1, 4), np.int64), GPUTensor(), pad_id=0)
+
+
 def test_config_object_is_read_as_tokens():
     cfg = BleuConfig(compat="moses")  # tokenize 13a by default: ids need none, the signature says so
     assert T._config(cfg, {}).tokenize == "none"

@@ -414,7 +414,7 @@ def test_weights_or_lam_that_overflow_are_one_error_without_warnings(tmp_path):
         warnings.simplefilter("error")
         for call, said in [(lambda: lists.model_scores(np.array([1e308, 1e308, 1e308])), "model score w . f of row"),
                            (lambda: lists.one_best(np.array([1e308, -1e308, 1.0])), "scale the weights down"),
-                           (lambda: expected_bleu(lists, np.full(3, 1e200), bleu, lam=1.0), "use a smaller lam"),
+                           (lambda: expected_bleu(lists, np.full(3, 1e10), bleu, lam=1e300), "use a smaller lam"),
                            (lambda: tune_expected_bleu([lists], np.zeros(3), lam=1e308, epochs=1), r"lam: 1e\+308")]:
             with pytest.raises(InputError, match=said) as exc:
                 call()
@@ -425,3 +425,25 @@ def test_weights_or_lam_that_overflow_are_one_error_without_warnings(tmp_path):
         run = subprocess.run([sys.executable, "-m", "kbest_bleu", "tune", str(sample), *extra], capture_output=True,
                              text=True, cwd=tmp_path)
         assert run.returncode == 2 and run.stderr.count("\n") == 1 and "Warning" not in run.stderr, run.stderr
+
+
+def test_an_infinite_regularizer_leaves_the_gradient_to_train_on():
+    """A huge weight on a feature that is 0 on every row leaves w . f finite: the L2 term overflows to
+    inf (lam 0: adds nothing, not 0 x inf = NaN), the gradient training reads is finite, as before."""
+    import warnings
+
+    from kbest_bleu.tuning.objectives import expected_bleu
+    table = pa.table({"segment_id": [0, 0, 1, 1], "hypothesis": ["a b c", "a b d", "e f g", "e f"],
+                      "references": [["a b c"]] * 2 + [["e f g"]] * 2,
+                      "features": pa.array([[0.0, 1.0], [0.0, 2.0], [0.0, -1.0], [0.0, 0.5]], pa.list_(pa.float64()))})
+    lists = KbestLists.from_table(table)
+    bleu = kb.sentence_scores(lists.stats)
+    w = np.array([1e300, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss0, grad0 = expected_bleu(lists, w, bleu, lam=0.0)
+        loss1, grad1 = expected_bleu(lists, w, bleu, lam=1.0)
+        _, want = expected_bleu(lists, np.array([0.0, 0.5]), bleu, lam=0.0)  # the first feature moves nothing
+    assert np.isfinite(loss0) and loss1 == np.inf and np.isfinite(grad0).all() and np.isfinite(grad1).all()
+    np.testing.assert_array_equal(grad0, want)
+    assert grad1[0] == 2e300 and grad1[1] == 1.0 + want[1]  # 2 lam w_1 = 1
