@@ -258,6 +258,7 @@ def test_nbest_errors_name_the_line_of_a_late_batch(tmp_path, capsys):
 
 @pytest.mark.parametrize("second, said", [
     ("tm= 1 2 3 lm= -9", "line 2: feature 'tm' has 3 values, but the lines before have 4"),
+    ("tm= 1 lm= -9", "line 2: feature 'tm' has 1 value, but the lines before have 4"),
     ("lm= -9", "line 2: feature 'tm' is missing, where the lines before have its 4 values"),
     ("tm= 1 2 3 4 lm= -9 d= 1 2", "line 2: feature 'd' has 2 values, but no line before has it"),
     ("tm= 1 2 3 4 lm= -9 lm= 1 2", "line 2: feature 'lm' has 2 values, but the lines before have 1"),
