@@ -51,10 +51,10 @@ def parse_features(text: str) -> tuple[list, list]:
 
 class DenseGroups:
     """The value counts of the Moses-style feature groups (``name= v1 v2 ...``) of the lines read
-    so far. A Moses feature function prints all of its values on every line; sparse features, one
-    value each, are the ones a line may leave out (read as 0). So a group of several values that a
-    line leaves out, brings in late, or gives another count is a damaged file, which padding with
-    zeros would misread: :meth:`check` refuses it."""
+    so far. A Moses feature function prints all of its values on every line; sparse features, of
+    at most one value, are the ones a line may leave out (read as 0). So a group of several values
+    that a line leaves out, brings in late or gives another count is a cut or damaged line, which
+    padding with zeros would misread: :meth:`check` refuses it."""
 
     def __init__(self) -> None:
         self.counts: dict = {}
@@ -72,17 +72,22 @@ class DenseGroups:
             elif current is not None:
                 groups[current] += 1
         for name, count in groups.items():
-            known = self.counts.setdefault(name, count if self.lines == 0 or count == 1 else -1)
-            if known != count:
-                before = "no line before has it" if known == -1 else f"the lines before have {known}"
-                raise InputError(f"{where}: feature {name!r} has {count} value{'s' * (count != 1)}, but {before}; a "
-                                 "feature function prints all its values on every line (the file is cut or damaged)")
+            known = self.counts.get(name)
+            if known is None and count > 1 and self.lines > 0:
+                raise InputError(f"{where}: feature {name!r} has {count} values, but no line before has it; {_WHOLE}")
+            if known is None:
+                self.counts[name] = count
+            elif known != count and max(known, count) > 1:
+                raise InputError(f"{where}: feature {name!r} has {count} value{'s' * (count != 1)}, but the lines "
+                                 f"before have {known}; {_WHOLE}")
         for name, count in self.counts.items():
             if count > 1 and name not in groups:
                 raise InputError(f"{where}: feature {name!r} is missing, where the lines before have its {count} "
-                                 "values; a feature function prints all its values on every line (the file is cut "
-                                 "or damaged)")
+                                 f"values; {_WHOLE}")
         self.lines += 1
+
+
+_WHOLE = "a Moses feature function prints all its values on every line, so this one is cut or damaged"
 
 
 def dense_features(texts: Sequence[Optional[str]], what: str = "features") -> tuple[list, list]:

@@ -33,7 +33,7 @@ import pyarrow as pa
 from ..errors import InputError
 from .kbest_io import (FLOAT, FLOATS, INT, STRING, RowBatches, field_text, numbered, parse_float, score_text, segments,
                        text_lines)
-from .nbest import META_SEPARATOR, parse_features
+from .nbest import META_SEPARATOR, DenseGroups, parse_features
 
 __all__ = ["moses_separator", "read_fixed_k", "read_marian", "write_marian", "write_moses", "write_opennmt_py",
            "write_opennmt_tf"]
@@ -205,6 +205,7 @@ def _line_writer(path, out: TextIO, score_field: str, raw: bool, key: Sequence[s
     ``fixed_k``: the format has no segment id (OpenNMT: K lines per source, read back with
     --nbest-size K), so lists of different sizes are refused."""
     n, k = 0, None
+    groups = DenseGroups()  # what the n-best reader would refuse is not written
     lists = segments(path, ("hypothesis", "model_score", "model_score_text", "features", "extra_fields", score_field),
                      key)
     for segment, rows in (numbered(lists, path, "this format") if fixed_k else lists):
@@ -218,6 +219,7 @@ def _line_writer(path, out: TextIO, score_field: str, raw: bool, key: Sequence[s
             features = rows["features"][i] if rows.get("features") else None
             if features is not None:
                 _readable_features(features, segment, i)
+                groups.check(features, f"segment {segment}, hypothesis {i}: features")
             out.write(form(seg=segment, hyp=field_text(hyp, "hypothesis", segment, i, separator),
                            score=score_text(rows, score_field, i, segment, raw),
                            extra=None if extra is None else field_text(extra, "extra_fields", segment, i),

@@ -282,6 +282,14 @@ def test_a_moses_feature_group_cut_short_is_refused_not_padded(tmp_path, second,
                     "1 ||| c ||| tm= 5 6 lm= -3 ||| -3\n", encoding="utf-8")
     assert read_nbest(fine)["feature_values"].to_pylist() == [[1, 2, -1, 3, 0], [3, 4, -2, 0, 5], [5, 6, -3, 0, 0]]
     assert dense_features(["lm_0=-1 tm_0=2", "lm_0=-2"], "features")[1] == [[-1.0, 2.0], [-2.0, 0.0]]
+    assert dense_features(["lm= tm= 1 2", "lm= -1 tm= 3 4"], "features")[1] == [[1, 2, 0], [3, 4, -1]]  # 0 or 1 value
+    # what the reader refuses is not written: convert to n-best refuses it too, and writes nothing
+    table = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"segment_id": [0, 1], "hypothesis": ["a", "b"], "model_score": [-1.0, -2.0],
+                             "features": ["tm= 1 2 3 4 lm= -9", second]}), table)
+    assert main(["convert", str(table), str(tmp_path / "back.nbest"), "--to", "nbest"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said.split(": ", 1)[1] in err and not (tmp_path / "back.nbest").exists()
 
 # ---- memory ---------------------------------------------------------------------------------------
 
