@@ -30,12 +30,17 @@ META_SEPARATOR = b"kbest_bleu.nbest_separator"
 META_FEATURES = b"kbest_bleu.feature_names"
 
 
-def parse_features(text: str) -> tuple[list, list]:
-    """Feature names and values of one n-best feature field (Moses or Joshua style)."""
+def parse_features(text: str, groups: bool = False) -> tuple:
+    """Feature names and values of one n-best feature field (Moses or Joshua style); with
+    ``groups``, also the number of values of each Moses-style group (``name= v1 v2 ...``), a dict
+    (for :class:`DenseGroups`: counted only where asked, off the per-line path)."""
     names, values, current, index = [], [], None, 0
+    counts: dict = {}
     for item in text.split():
         if item.endswith("="):  # Moses: "lm=" then its values
             current, index = item[:-1], 0
+            if groups:
+                counts[current] = 0
         elif "=" in item:  # Joshua: "lm_0=-27.184"
             name, value = item.split("=", 1)
             names.append(name)
@@ -46,7 +51,9 @@ def parse_features(text: str) -> tuple[list, list]:
             names.append(f"{current}_{index}")
             values.append(float(item))
             index += 1
-    return names, values
+            if groups:
+                counts[current] = index
+    return (names, values, counts) if groups else (names, values)
 
 
 class DenseGroups:
@@ -60,17 +67,9 @@ class DenseGroups:
         self.counts: dict = {}
         self.lines = 0
 
-    def check(self, text: str, where: str) -> None:
-        """Check the feature string ``text`` of the next line; ``where`` starts the message."""
-        groups, current = {}, None
-        for item in text.split():
-            if item.endswith("="):
-                current = item[:-1]
-                groups[current] = 0
-            elif "=" in item:
-                current = None
-            elif current is not None:
-                groups[current] += 1
+    def check(self, groups: dict, where: str) -> None:
+        """Check the groups of the next line (:func:`parse_features` with ``groups``); ``where``
+        starts the message."""
         for name, count in groups.items():
             known = self.counts.get(name)
             if known is None and count > 1 and self.lines > 0:
@@ -104,11 +103,11 @@ def dense_features(texts: Sequence[Optional[str]], what: str = "features") -> tu
             raise InputError(f"{what} row {row}: the feature string is {'null' if text is None else repr(text)}; "
                              "expected 'name= value ...' (Moses) or 'name=value ...' (Joshua) in every row")
         try:
-            names, vals = parse_features(text)
+            names, vals, counts = parse_features(text, groups=True)
         except ValueError as exc:
             raise InputError(f"{what} row {row}: {exc} in {text[:80]!r}; expected 'name= value ...' (Moses) or "
                              "'name=value ...' (Joshua)") from None
-        groups.check(text, f"{what} row {row}")
+        groups.check(counts, f"{what} row {row}")
         for name in names:
             index.setdefault(name, len(index))
         parsed.append(dict(zip(names, vals)))
@@ -157,7 +156,7 @@ class NbestBatches:
         for no, line in enumerate(itertools.chain(first, lines), 1):
             sid, fields, names, values = _parse(line, sep, self.path, no)
             if names != last or no == 1:  # most lines repeat the names (and the groups) of the line before
-                groups.check(fields[2], f"{self.path}: line {no}")
+                groups.check(parse_features(fields[2], groups=True)[2], f"{self.path}: line {no}")
             else:
                 groups.lines += 1
             if names != last:

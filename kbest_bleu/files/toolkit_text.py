@@ -218,8 +218,7 @@ def _line_writer(path, out: TextIO, score_field: str, raw: bool, key: Sequence[s
             extra = rows["extra_fields"][i] if rows.get("extra_fields") else None
             features = rows["features"][i] if rows.get("features") else None
             if features is not None:
-                _readable_features(features, segment, i)
-                groups.check(features, f"segment {segment}, hypothesis {i}: features")
+                groups.check(_readable_features(features, segment, i), f"segment {segment}, hypothesis {i}: features")
             out.write(form(seg=segment, hyp=field_text(hyp, "hypothesis", segment, i, separator),
                            score=score_text(rows, score_field, i, segment, raw),
                            extra=None if extra is None else field_text(extra, "extra_fields", segment, i),
@@ -229,17 +228,19 @@ def _line_writer(path, out: TextIO, score_field: str, raw: bool, key: Sequence[s
     return n
 
 
-def _readable_features(features: str, segment, i: int) -> None:
+def _readable_features(features: str, segment, i: int) -> dict:
     """Refuse features that the readers would not read back: names and finite numbers, as the
-    n-best and Marian readers require (``lm= x``, ``lm= nan``)."""
+    n-best and Marian readers require (``lm= x``, ``lm= nan``). Returns their Moses-style groups
+    (:func:`~kbest_bleu.files.nbest.parse_features`), for :class:`~kbest_bleu.files.nbest.DenseGroups`."""
     try:
-        values = parse_features(features)[1]
+        _, values, groups = parse_features(features, groups=True)
     except ValueError as exc:
         raise InputError(f"segment {segment}, hypothesis {i}: features {features[:60]!r} do not read back ({exc}); "
                          "expected 'name= value ...' with numbers") from None
     if not all(math.isfinite(v) for v in values):
         raise InputError(f"segment {segment}, hypothesis {i}: features {features[:60]!r} hold a value that is not a "
                          "finite number, which the readers refuse; fix the features or write parquet")
+    return groups
 
 
 def write_marian(path, out: TextIO, score_field: str, raw: bool, key: Sequence[str] = ("segment_id",)) -> int:

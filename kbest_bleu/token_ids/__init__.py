@@ -137,10 +137,11 @@ def token_rows(x: Any, pad_id: Any = None, what: str = "hypotheses") -> tuple[np
 # --- segments and counting ----------------------------------------------------------------------
 
 def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfig | tuple", stats_wanted: bool,
-           dedupe: bool = True, n_vocab: Optional[int] = None) -> BleuStats:
+           dedupe: bool = True, n_vocab: Optional[int] = None, id_range: Optional[tuple] = None) -> BleuStats:
     """Run the kernels over ``segs``; ``n_out`` output rows; ``cfg``: the config, or several
     sharing one count (:func:`kbest_bleu.stats.counting_args`); ``n_vocab``: :func:`_direct_vocab`
-    of ``ref``'s ids when known (fixed references), else found here."""
+    of ``ref``'s ids when known (fixed references), else found here (from ``id_range``, the
+    (min, max) of ``ref``'s ids, where the conversion found it)."""
     k = kernels()
     configs = cfg if isinstance(cfg, tuple) else (cfg,)
     tok, hyp_ptr = hyp
@@ -155,7 +156,7 @@ def _count(hyp: tuple, ref: tuple, segs: np.ndarray, n_out: int, cfg: "BleuConfi
     matches, totals = block[:n_cols].T, block[n_cols:2 * n_cols].T
     hyp_len, ref_len = block[2 * n_cols], block[2 * n_cols + 1]
     policy = getattr(k, configs[0].ref_length.upper())  # k.CLOSEST, k.SHORTEST or k.AVERAGE
-    n_vocab = _direct_vocab(ref_tok, k) if n_vocab is None else n_vocab
+    n_vocab = _direct_vocab(ref_tok, k, id_range) if n_vocab is None else n_vocab
     n_threads, n_ids = 1, tok.size + ref_tok.size
     if n_ids >= settings.TOKEN_PARALLEL_IDS and len(segs) > 1:
         # the reference ids the segments read: a scorer's references may be many more than a batch uses
@@ -191,12 +192,10 @@ def _thread_cut(hyp_ptr: np.ndarray, ref_ptr: np.ndarray, segs: np.ndarray, n_ru
     """Segment bounds int64[C+1] cutting the segments into about ``n_runs`` runs of about equal
     work (hypothesis plus reference ids), each of at most :data:`_MAX_RUN` segments (a tuple for
     one run: a small batch's call skips making an array)."""
-    if n_runs == 1 and len(segs) <= _MAX_RUN:
-        return (0, len(segs))
-    k = kernels()
     n = max(1, min(len(segs), max(n_runs, -(-len(segs) // _MAX_RUN))))
     if n == 1:
         return (0, len(segs))
+    k = kernels()
     work = (hyp_ptr[segs[:, k.SEG_H1]] - hyp_ptr[segs[:, k.SEG_H0]]
             + ref_ptr[segs[:, k.SEG_R1]] - ref_ptr[segs[:, k.SEG_R0]])
     cum = np.zeros(len(segs) + 1, np.int64)
@@ -251,8 +250,7 @@ def token_ngram_stats(hypotheses: Any, references: Any, *, pad_id: Any = None, g
     """
     cfg = _config(config, bleu_options)
     hyp, ref, segs, ref_range = batch_inputs(hypotheses, references, pad_id, groups)
-    return _count(hyp, ref, segs, len(hyp[1]) - 1, cfg, stats_wanted=True,
-                  n_vocab=_direct_vocab(ref[0], kernels(), ref_range))
+    return _count(hyp, ref, segs, len(hyp[1]) - 1, cfg, stats_wanted=True, id_range=ref_range)
 
 
 def segment_token_stats(hypotheses: Any, references: Any, seg_ptr: Any, *configs: BleuConfig, pad_id: Any = None,
@@ -328,9 +326,7 @@ def token_bleu(hypotheses: Any, references: Any, *, pad_id: Any = None, groups: 
     cfg = _config(config, bleu_options)
     out = _out_dtype(dtype)
     hyp, ref, segs, ref_range = batch_inputs(hypotheses, references, pad_id, groups)
-    stats = _count(hyp, ref, segs, len(hyp[1]) - 1, cfg, stats_wanted=False,
-                   n_vocab=_direct_vocab(ref[0], kernels(), ref_range))
-    return _scores(stats, cfg, out)
+    return _scores(_count(hyp, ref, segs, len(hyp[1]) - 1, cfg, stats_wanted=False, id_range=ref_range), cfg, out)
 
 
 class TokenBleuScorer:
